@@ -1,0 +1,47 @@
+"""How long the fleet simulator takes for a simulated day: 24 h, 4 replicas, 10 QPS per replica (8B, k=3).
+
+    python benchmarks/simulator_speed.py [--hours 24] [--dt 1.0]
+
+Prints the wall time; the issue's target is under 60 s on the 2-core development machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from specfleet.operator.simulator.config import static
+from specfleet.operator.simulator.controllers import Fixed
+from specfleet.operator.simulator.evaluation import Scenario, run
+from specfleet.operator.simulator.traces import builtin_trace
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--hours", type=float, default=24.0)
+    parser.add_argument("--replicas", type=int, default=4)
+    parser.add_argument("--qps-per-replica", type=float, default=10.0)
+    parser.add_argument("--dt", type=float, default=1.0)
+    args = parser.parse_args()
+    trace = builtin_trace("constant", args.qps_per_replica * args.replicas, args.hours)
+    scenario = Scenario("speed", trace, replicas=args.replicas, dt=args.dt)
+    start = time.perf_counter()
+    requests = scenario.requests()
+    generated = time.perf_counter()
+    result = run(scenario, Fixed(static(3)), requests)
+    done = time.perf_counter()
+    print(
+        f"{args.hours:g} h, {args.replicas} replicas, {args.qps_per_replica:g} QPS/replica, "
+        f"dt={args.dt:g} s: "
+        f"{len(requests)} requests, mean TPOT {np.nanmean(result.tpot) * 1e3:.2f} ms"
+    )
+    print(f"requests generated in {generated - start:.1f} s, simulated in {done - generated:.1f} s")
+    print(f"total {done - start:.1f} s (target < 60 s)")
+
+
+if __name__ == "__main__":
+    main()

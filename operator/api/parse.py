@@ -1,0 +1,30 @@
+"""Parse a resource's spec into types, with an error message an SRE can act on. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from specfleet.operator.api.types import SpecDecodeDeploymentSpec
+
+
+class InvalidSpecError(ValueError):
+    """The spec cannot be served; the message says where and why."""
+
+
+def parse_spec(raw: Any) -> SpecDecodeDeploymentSpec:
+    try:
+        return SpecDecodeDeploymentSpec.model_validate(raw if raw is not None else {})
+    except ValidationError as exc:
+        raise InvalidSpecError(describe_errors(exc, root="spec")) from exc
+
+
+def describe_errors(exc: ValidationError, root: str) -> str:
+    """`spec.speculation: draftModel is required ...; spec.replicas: ...` — one clause per error."""
+    clauses = []
+    for error in exc.errors(include_url=False):
+        path = ".".join([root, *(str(part) for part in error["loc"])])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        clauses.append(f"{path}: {message}")
+    return "; ".join(clauses)

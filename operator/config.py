@@ -1,0 +1,87 @@
+"""Operator configuration: environment variables, overridden by command-line flags. Pure parsing."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+LOG_FORMATS = ("plain", "full", "json")
+
+
+@dataclass(frozen=True)
+class OperatorConfig:
+    """Everything the operator process is told from outside; every field has a documented default."""
+
+    namespaces: tuple[str, ...] = ()  # empty: every namespace (cluster-wide)
+    prometheus_url: str | None = None  # None: scrape the pods' /metrics directly
+    log_format: str = "plain"
+    peering: str = "specfleet"
+    standalone: bool = False  # True: no peering (a single replica, e.g. the embedded default)
+    priority: int | None = None  # peering priority; None: random, so two replicas never tie (a tie runs both)
+    kubeconfig: str | None = None  # None: in-cluster account, else KUBECONFIG / ~/.kube/config
+    health_port: int = 8080
+    metrics_port: int = 9090
+    interval_seconds: float = 30.0
+    verbose: bool = False
+    label_namespace: str = "namespace"
+    label_deployment: str = "specfleet_dev_deployment"
+    label_config_hash: str = "specfleet_dev_config_hash"
+    label_pod: str = "pod"
+
+
+ENV_PREFIX = "SPECFLEET_"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The operator's flags; each also reads SPECFLEET_<NAME> from the environment."""
+    parser.add_argument("--namespace", action="append", dest="namespaces", help="Namespace to watch (repeatable; default: all). Env SPECFLEET_NAMESPACES (comma-separated).")
+    parser.add_argument("--prometheus-url", help="Default Prometheus URL (default: scrape pods directly). Env SPECFLEET_PROMETHEUS_URL.")
+    parser.add_argument("--log-format", choices=LOG_FORMATS, help="Log format (default plain). Env SPECFLEET_LOG_FORMAT.")
+    parser.add_argument("--peering", help="Kopf peering name for HA (default specfleet). Env SPECFLEET_PEERING.")
+    parser.add_argument("--standalone", action="store_true", default=None, help="Run without peering. Env SPECFLEET_STANDALONE=1.")
+    parser.add_argument("--priority", type=int, help="Peering priority (default: random per process). Env SPECFLEET_PRIORITY.")
+    parser.add_argument("--kubeconfig", help="Kubeconfig path (default: in-cluster, then KUBECONFIG). Env SPECFLEET_KUBECONFIG.")
+    parser.add_argument("--health-port", type=int, help="Liveness endpoint port (default 8080). Env SPECFLEET_HEALTH_PORT.")
+    parser.add_argument("--metrics-port", type=int, help="Operator metrics port (default 9090). Env SPECFLEET_METRICS_PORT.")
+    parser.add_argument("--interval", type=float, dest="interval_seconds", help="Evaluation interval in seconds (default 30). Env SPECFLEET_INTERVAL_SECONDS.")
+    parser.add_argument("--verbose", action="store_true", default=None, help="Debug logging.")
+
+
+def config_from(env: Mapping[str, str], args: argparse.Namespace | None = None) -> OperatorConfig:
+    """Defaults, then SPECFLEET_* environment variables, then flags."""
+    values: dict[str, object] = {}
+    _from_env(env, values)
+    if args is not None:
+        values.update({key: value for key, value in vars(args).items() if key in _FIELDS and value is not None})
+    if "namespaces" in values:
+        values["namespaces"] = tuple(_split(values["namespaces"]))
+    config = OperatorConfig(**values)  # type: ignore[arg-type]
+    if config.log_format not in LOG_FORMATS:
+        raise ValueError(f"log format {config.log_format!r} is not one of {', '.join(LOG_FORMATS)}")
+    return config
+
+
+_FIELDS = set(OperatorConfig.__dataclass_fields__)
+_INTS = {"health_port", "metrics_port", "priority"}
+_BOOLS = {"standalone", "verbose"}
+
+
+def _from_env(env: Mapping[str, str], values: dict[str, object]) -> None:
+    for name in _FIELDS:
+        raw = env.get(ENV_PREFIX + name.upper())
+        if raw is None or raw == "":
+            continue
+        if name in _INTS:
+            values[name] = int(raw)
+        elif name in _BOOLS:
+            values[name] = raw.lower() in {"1", "true", "yes"}
+        elif name == "interval_seconds":
+            values[name] = float(raw)
+        else:
+            values[name] = raw
+
+
+def _split(raw: object) -> list[str]:
+    items: Sequence[str] = raw.split(",") if isinstance(raw, str) else list(raw)  # type: ignore[call-overload]
+    return [item.strip() for piece in items for item in piece.split(",") if item.strip()]

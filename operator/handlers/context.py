@@ -1,0 +1,29 @@
+"""What every handler shares: the API client and the operator's configuration (kept in Kopf's memo)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from specfleet.operator.config import OperatorConfig
+from specfleet.operator.handlers.metrics import OperatorMetrics
+from specfleet.operator.handlers.signals_hub import SignalsHub
+from specfleet.operator.kubeapi import KubeApi
+
+
+@dataclass
+class OperatorContext:
+    config: OperatorConfig
+    api: KubeApi
+    signals: SignalsHub
+    metrics: OperatorMetrics
+    # Monotonic time of each fleet's last evaluation: a policy's interval may be longer than the timer's.
+    evaluated_at: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, config: OperatorConfig, api: KubeApi) -> OperatorContext:
+        return cls(config=config, api=api, signals=SignalsHub(config, api), metrics=OperatorMetrics())
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

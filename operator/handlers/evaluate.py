@@ -1,0 +1,129 @@
+"""The slow control loop: signals → policy → action, for one fleet per timer tick."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+from specfleet.operator.api.constants import ANNOTATION_PAUSED, API_VERSION, POLICY_KIND
+from specfleet.operator.api.parse import InvalidSpecError, parse_spec
+from specfleet.operator.api.policy_types import PolicySpec
+from specfleet.operator.api.types import (
+    Signals,
+    SpecDecodeDeploymentSpec,
+    SpecDecodeDeploymentStatus,
+    SpeculationState,
+)
+from specfleet.operator.handlers.context import OperatorContext, now_iso
+from specfleet.operator.handlers.fleet import EventNote, SyncResult, sync_fleet
+from specfleet.operator.handlers.signals_hub import Watched, source_of
+from specfleet.operator.kubeapi import Ref
+from specfleet.operator.policy.context import Fleet, build_context, initial_state
+from specfleet.operator.policy.decide import decide
+from specfleet.operator.policy.resolve import ResolvedPolicy, resolve_policy
+from specfleet.operator.policy.state import PolicyState
+from specfleet.operator.signals.model import FleetTarget, PodEndpoint, Unavailable
+from specfleet.operator.status.conditions import set_condition
+from specfleet.operator.status.evaluation import fold_evaluation, to_spec_config
+from specfleet.operator.status.fleet import DEGRADED
+
+
+class PolicyMissing(LookupError):
+    """The referenced SpeculationPolicy does not exist."""
+
+
+def is_paused(body: dict[str, Any]) -> bool:
+    return str(body["metadata"].get("annotations", {}).get(ANNOTATION_PAUSED, "")).lower() == "true"
+
+
+async def resolve(ctx: OperatorContext, namespace: str, spec: SpecDecodeDeploymentSpec) -> ResolvedPolicy:
+    referenced = None
+    if spec.policy_ref is not None:
+        found = await ctx.api.get(Ref(API_VERSION, POLICY_KIND, namespace, spec.policy_ref.name))
+        if found is None:
+            raise PolicyMissing(f"SpeculationPolicy {namespace}/{spec.policy_ref.name} not found")
+        referenced = PolicySpec.model_validate(found.get("spec") or {})
+    return resolve_policy(referenced, spec.policy, spec.speculation.max_speculative_tokens)
+
+
+def watched(namespace: str, name: str, spec: SpecDecodeDeploymentSpec, config_hash: str, pods: list[PodEndpoint], ctx: OperatorContext, window: float) -> Watched:
+    return Watched(
+        target=FleetTarget(namespace, name, config_hash, tuple(pods)),
+        source=source_of(namespace, spec.prometheus, ctx.config),
+        window_seconds=window,
+    )
+
+
+async def evaluate(
+    ctx: OperatorContext, body: dict[str, Any], pods: list[PodEndpoint], fleet: list[Watched]
+) -> SyncResult | None:
+    """One evaluation; None when there is nothing to evaluate yet (invalid spec, never reconciled)."""
+    meta = body["metadata"]
+    namespace, name = meta.get("namespace", "default"), meta["name"]
+    try:
+        spec = parse_spec(body.get("spec"))
+    except InvalidSpecError:
+        return None
+    previous = SpecDecodeDeploymentStatus.model_validate(body.get("status") or {})
+    running = previous.speculation
+    if running is None or running.config_hash is None:
+        return None
+    now = now_iso()
+    try:
+        policy = await resolve(ctx, namespace, spec)
+    except PolicyMissing as exc:
+        return _policy_missing(previous, str(exc), meta.get("generation"), now)
+    previous = _policy_found(previous, meta.get("generation"), now)
+    if not _due(ctx, (namespace, name), policy):
+        return None
+    me = watched(namespace, name, spec, running.config_hash, pods, ctx, float(policy.window_seconds))
+    signals = await ctx.signals.read(me, fleet)
+    fleet_state = Fleet(spec.replicas, previous.ready_replicas, running.config_hash)
+    context = build_context(spec, policy, fleet_state, paused=is_paused(body))
+    state = _state(previous, running, context)
+    started = time.perf_counter()
+    decision = decide(time.time(), signals if isinstance(signals, Signals) else None, state, context)
+    outcome = fold_evaluation(previous, signals, decision, str(spec.speculation.method), now, meta.get("generation"))
+    notes = [EventNote(n.type, n.reason, n.message) for n in outcome.events]
+    result = SyncResult(outcome.status, notes)
+    if outcome.apply is not None:
+        applied = await sync_fleet(ctx, {**body, "status": outcome.status.to_api()}, state=outcome.apply)
+        result = SyncResult(applied.status, notes + applied.events)
+    ctx.metrics.record(namespace, name, decision, result.status.speculation or running, not isinstance(signals, Unavailable))
+    ctx.metrics.evaluation_seconds.observe(time.perf_counter() - started)
+    return result
+
+
+def _due(ctx: OperatorContext, key: tuple[str, str], policy: ResolvedPolicy) -> bool:
+    now = time.monotonic()
+    last = ctx.evaluated_at.get(key)
+    # Half a timer tick of slack, so a 30 s policy on a 30 s timer never skips every other tick.
+    if last is not None and now - last < policy.interval_seconds - ctx.config.interval_seconds / 2:
+        return False
+    ctx.evaluated_at[key] = now
+    return True
+
+
+def _state(previous: SpecDecodeDeploymentStatus, running: SpeculationState, context: Any) -> PolicyState:
+    """The policy's memory, with `current` always what the pods run (a spec pin may have changed it)."""
+    state = PolicyState.from_dict(previous.policy_state) if previous.policy_state else initial_state(context)
+    current = to_spec_config(running)
+    if state.current == current:
+        return state
+    fresh = not previous.policy_state
+    return dataclasses.replace(state, current=current, last_good=current if fresh else state.last_good)
+
+
+def _policy_found(previous: SpecDecodeDeploymentStatus, generation: int | None, now: str) -> SpecDecodeDeploymentStatus:
+    if not any(c.type == DEGRADED and c.reason == "PolicyNotFound" for c in previous.conditions):
+        return previous
+    conditions = set_condition(previous.conditions, DEGRADED, False, "PolicyResolved", "policy found", now, generation)
+    return previous.model_copy(update={"conditions": conditions})
+
+
+def _policy_missing(previous: SpecDecodeDeploymentStatus, message: str, generation: int | None, now: str) -> SyncResult:
+    already = any(c.type == DEGRADED and c.reason == "PolicyNotFound" for c in previous.conditions)
+    conditions = set_condition(previous.conditions, DEGRADED, True, "PolicyNotFound", f"{message}; holding", now, generation)
+    events = [] if already else [EventNote("Warning", "PolicyNotFound", f"{message}; no change until it exists")]
+    return SyncResult(previous.model_copy(update={"conditions": conditions}), events)

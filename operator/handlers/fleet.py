@@ -1,0 +1,94 @@
+"""Converge one SpecDecodeDeployment: render its children, apply them, and compute its status."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from specfleet.operator.api.parse import InvalidSpecError, parse_spec
+from specfleet.operator.api.types import SpecDecodeDeploymentStatus, SpeculationState
+from specfleet.operator.handlers.children import Outcome, apply_child
+from specfleet.operator.handlers.context import OperatorContext, now_iso
+from specfleet.operator.render.children import render_children
+from specfleet.operator.render.engine import engine_config, initial_speculation, pinned_speculation
+from specfleet.operator.render.labels import Owner, selector_string
+from specfleet.operator.status.fleet import fleet_status, invalid_status
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EventNote:
+    """A Kubernetes Event to post about the resource."""
+
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass
+class SyncResult:
+    status: SpecDecodeDeploymentStatus
+    events: list[EventNote] = field(default_factory=list)
+
+
+def owner_of(body: dict[str, Any]) -> Owner:
+    meta = body["metadata"]
+    return Owner(name=meta["name"], namespace=meta.get("namespace", "default"), uid=meta["uid"])
+
+
+async def sync_fleet(
+    ctx: OperatorContext,
+    body: dict[str, Any],
+    state: SpeculationState | None = None,
+    restart_from_spec: bool = False,
+) -> SyncResult:
+    """Render and apply the children for `state` (default: the state in status, with the spec's pins)."""
+    meta = body["metadata"]
+    previous = SpecDecodeDeploymentStatus.model_validate(body.get("status") or {})
+    generation = meta.get("generation")
+    now = now_iso()
+    try:
+        spec = parse_spec(body.get("spec"))
+    except InvalidSpecError as exc:
+        message = str(exc)
+        already_reported = any(c.reason == "InvalidSpec" and c.message == message for c in previous.conditions)
+        warnings = [] if already_reported else [EventNote("Warning", "InvalidSpec", message)]
+        return SyncResult(invalid_status(previous, message, generation, now), warnings)
+    current = state or (None if restart_from_spec else previous.speculation) or initial_speculation(spec)
+    pinned = pinned_speculation(spec, current)
+    config_hash = engine_config(spec, pinned).config_hash()
+    if pinned.config_hash != config_hash:
+        pinned = pinned.model_copy(update={"config_hash": config_hash, "since": now})
+    owner = owner_of(body)
+    events: list[EventNote] = []
+    deployment: dict[str, Any] | None = None
+    for child in render_children(owner, spec, pinned):
+        outcome, stored = await apply_child(ctx.api, child)
+        if child["kind"] == "Deployment":
+            deployment = stored
+        if outcome != Outcome.UNCHANGED:
+            events.append(EventNote("Normal", outcome.value, _child_message(outcome, child, config_hash)))
+    status = fleet_status(previous, spec, pinned, deployment, selector_string(owner), generation, now)
+    return SyncResult(status, events)
+
+
+def replica_status(body: dict[str, Any], deployment: dict[str, Any]) -> SyncResult:
+    """The owner's status with the Deployment's replica counts, its configuration untouched."""
+    previous = SpecDecodeDeploymentStatus.model_validate(body.get("status") or {})
+    try:
+        spec = parse_spec(body.get("spec"))
+    except InvalidSpecError:
+        return SyncResult(previous)
+    state = previous.speculation or initial_speculation(spec)
+    owner = owner_of(body)
+    generation = previous.observed_generation
+    return SyncResult(fleet_status(previous, spec, state, deployment, selector_string(owner), generation, now_iso()))
+
+
+def _child_message(outcome: Outcome, child: dict[str, Any], config_hash: str) -> str:
+    text = f"{outcome.value.lower()} {child['kind']} {child['metadata']['name']}"
+    if child["kind"] == "Deployment":
+        text += f" (config {config_hash})"
+    return text

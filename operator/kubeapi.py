@@ -1,0 +1,154 @@
+"""A thin generic Kubernetes REST client over the official client's transport (auth, TLS, kubeconfig).
+
+The operator touches a handful of kinds; a path table is simpler and more honest than discovery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import kubernetes.client
+import kubernetes.config
+
+from specfleet.operator.api.constants import API_VERSION, POLICY_KIND, POLICY_PLURAL, SDD_KIND, SDD_PLURAL
+
+PLURALS = {
+    "Deployment": "deployments",
+    "Service": "services",
+    "PodDisruptionBudget": "poddisruptionbudgets",
+    "Pod": "pods",
+    "Secret": "secrets",
+    "Event": "events",
+    SDD_KIND: SDD_PLURAL,
+    POLICY_KIND: POLICY_PLURAL,
+}
+
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class ApiError(Exception):
+    """A non-2xx answer from the API server."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Ref:
+    api_version: str
+    kind: str
+    namespace: str
+    name: str | None = None
+
+    @classmethod
+    def of(cls, obj: dict[str, Any]) -> Ref:
+        meta = obj["metadata"]
+        return cls(obj["apiVersion"], obj["kind"], meta.get("namespace", "default"), meta.get("name"))
+
+    def path(self, subresource: str | None = None) -> str:
+        prefix = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
+        path = f"{prefix}/namespaces/{self.namespace}/{PLURALS[self.kind]}"
+        if self.name:
+            path += f"/{self.name}"
+        if subresource:
+            path += f"/{subresource}"
+        return path
+
+
+def sdd_ref(namespace: str, name: str) -> Ref:
+    return Ref(API_VERSION, SDD_KIND, namespace, name)
+
+
+def load_client(kubeconfig: str | None) -> kubernetes.client.ApiClient:
+    """A client for the cluster in `kubeconfig`, else KUBECONFIG/~/.kube/config, else the in-cluster account."""
+    configuration = kubernetes.client.Configuration()
+    if kubeconfig:
+        kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    else:
+        try:
+            kubernetes.config.load_incluster_config(client_configuration=configuration)
+        except kubernetes.config.ConfigException:
+            kubernetes.config.load_kube_config(client_configuration=configuration)
+    return kubernetes.client.ApiClient(configuration)
+
+
+class KubeApi:
+    """Async get/create/patch/list of plain dict objects."""
+
+    def __init__(self, client: kubernetes.client.ApiClient) -> None:
+        self._client = client
+
+    @property
+    def configuration(self) -> kubernetes.client.Configuration:
+        return self._client.configuration
+
+    async def get(self, ref: Ref, subresource: str | None = None) -> dict[str, Any] | None:
+        try:
+            return await self._call("GET", ref.path(subresource))
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    async def list(self, ref: Ref, label_selector: str | None = None) -> list[dict[str, Any]]:
+        query = {"labelSelector": label_selector} if label_selector else None
+        answer = await self._call("GET", ref.path(), query=query)
+        return list(answer.get("items", []))
+
+    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        ref = Ref.of(obj)
+        return await self._call("POST", Ref(ref.api_version, ref.kind, ref.namespace).path(), obj)
+
+    async def patch(
+        self, ref: Ref, patch: dict[str, Any], subresource: str | None = None
+    ) -> dict[str, Any]:
+        return await self._call("PATCH", ref.path(subresource), patch, content_type=MERGE_PATCH)
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        content_type: str = "application/json",
+        query: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        return await asyncio.to_thread(self._call_sync, method, path, body, content_type, query)
+
+    def _call_sync(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        content_type: str,
+        query: dict[str, str] | None,
+    ) -> dict[str, Any]:
+        _, url, headers, serialized, _ = self._client.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=list(query.items()) if query else None,
+            header_params={"Content-Type": content_type, "Accept": "application/json"},
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        try:
+            response = self._client.call_api(method, url, header_params=headers, body=serialized)
+            response.read()
+        except kubernetes.client.ApiException as exc:
+            raise _api_error(exc.status or 0, exc.body) from exc
+        if not 200 <= response.status < 300:
+            raise _api_error(response.status, response.data)
+        return dict(json.loads(response.data or b"{}"))
+
+
+def _api_error(status: int, raw: Any) -> ApiError:
+    try:
+        body = json.loads(raw) if raw else {}
+    except (TypeError, ValueError):
+        body = {}
+    return ApiError(status, str(body.get("reason", "")), str(body.get("message", raw)))

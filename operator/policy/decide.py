@@ -1,0 +1,155 @@
+"""The decision core: signals + state → hold / enable / disable / set-k / set-schedule / rollback.
+
+Order of concerns in one evaluation: paused → learn from the signals → verify the last change (may roll back)
+→ mode pins → metrics fallback → acceptance collapse → the cost model's advice (hysteresis on the predicted
+speed-up at the forecast concurrency) → gates (evidence, dwell, switching cost, cooldown, budget) → commit.
+In Recommend mode everything runs but nothing is applied: the configuration in the state never changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from specfleet.operator.api.policy_types import Fallback
+from specfleet.operator.api.types import Signals, SpeculationMode
+from specfleet.operator.policy.context import Context
+from specfleet.operator.policy.decision import Action, Decision, Inputs, Reason
+from specfleet.operator.policy.gates import gate
+from specfleet.operator.policy.observe import Observation, learn
+from specfleet.operator.policy.proposal import Kind, Proposal, hold, relative_gain
+from specfleet.operator.policy.schedule import BATCH_GRID, drifted
+from specfleet.operator.policy.state import PolicyState, SpecConfig, Verification
+from specfleet.operator.policy.verify import verify
+
+
+def decide(now: float, signals: Signals | None, state: PolicyState, ctx: Context) -> Decision:
+    """One evaluation of the policy. Pure: the new state is in the returned decision."""
+    if ctx.paused:
+        return Decision(Action.HOLD, Reason.PAUSED, "paused: no changes", state.current, False, {}, state)
+    state, obs = learn(now, signals, state, ctx)
+    inputs = obs.inputs(ctx, state, now)
+    proposal: Proposal | None = None
+    if state.verification is not None:
+        state, proposal = verify(now, state, obs, ctx)
+        if proposal is None and state.verification is None:
+            proposal = hold(Reason.VERIFIED, f"{state.current.describe()} verified", state.current)
+    if proposal is None:
+        proposal, inputs = _propose(state, obs, ctx, inputs)
+    proposal, state = gate(now, proposal, state, obs, ctx)
+    return _commit(now, proposal, state, obs, ctx, {**inputs, "gain": round(proposal.gain, 4)})
+
+
+def _propose(state: PolicyState, obs: Observation, ctx: Context, inputs: Inputs) -> tuple[Proposal, Inputs]:
+    current = state.current
+    if ctx.mode == SpeculationMode.OFF:
+        return _pin(current, SpecConfig.off(), Action.DISABLE), inputs
+    if ctx.mode == SpeculationMode.ON and not current.enabled:
+        k = obs.predictor.best(obs.forecast, ctx.k_range)[0] if obs.forecast is not None else ctx.start_k
+        target = ctx.enabled_config(obs.predictor, ctx.policy.clamp_k(k))
+        return _pin(current, target, Action.ENABLE), inputs
+    if state.missing_intervals >= ctx.policy.metrics_missing_intervals:
+        return _fallback(state, ctx), inputs
+    collapse = _collapse(current, obs, ctx)
+    if collapse is not None:
+        return collapse, inputs
+    if obs.forecast is None:
+        return hold(Reason.NO_FORECAST, "no concurrency observed yet", current), inputs
+    return _advise(state, obs, ctx, inputs)
+
+
+def _pin(current: SpecConfig, target: SpecConfig, action: Action) -> Proposal:
+    if current.enabled == target.enabled:
+        return hold(Reason.PINNED, f"mode pins {current.describe()}", current)
+    return Proposal(action, Reason.PINNED, f"mode pins {target.describe()}", target, Kind.PIN)
+
+
+def _fallback(state: PolicyState, ctx: Context) -> Proposal:
+    why = f"no signals for {state.missing_intervals} intervals"
+    if ctx.policy.fallback == Fallback.OFF and state.current.enabled and ctx.mode != SpeculationMode.ON:
+        reason = f"{why}: fallback Off"
+        return Proposal(Action.DISABLE, Reason.METRICS_MISSING, reason, SpecConfig.off(), Kind.SAFETY)
+    return hold(Reason.METRICS_MISSING, f"{why}: fallback {ctx.policy.fallback}", state.current)
+
+
+def _collapse(current: SpecConfig, obs: Observation, ctx: Context) -> Proposal | None:
+    threshold = ctx.policy.collapse_acceptance_length
+    if obs.length is None or obs.length >= threshold or obs.samples < ctx.policy.min_samples:
+        return None
+    why = f"acceptance collapsed: L={obs.length:.2f} < {threshold}"
+    if ctx.mode == SpeculationMode.ON:
+        return hold(Reason.COLLAPSE, f"{why}, but mode On pins speculation", current)
+    return Proposal(Action.DISABLE, Reason.COLLAPSE, why, SpecConfig.off(), Kind.SAFETY)
+
+
+def _advise(state: PolicyState, obs: Observation, ctx: Context, inputs: Inputs) -> tuple[Proposal, Inputs]:
+    """Hysteresis on S(k*, B̂): enable above 1 + enable margin, disable below 1 + disable margin."""
+    assert obs.forecast is not None
+    policy, current, predictor, b_hat = ctx.policy, state.current, obs.predictor, obs.forecast
+    k_best, s_raw = predictor.best(b_hat, ctx.k_range)
+    s_best = predictor.guarded(b_hat, ctx.k_range)
+    s_current = predictor.config_speedup(current, b_hat)
+    enable_above, disable_below = 1 + policy.enable_margin, 1 + policy.disable_margin
+    inputs = {
+        **inputs,
+        "kStar": k_best,
+        "speedupBest": round(s_raw, 4),
+        "speedupGuarded": round(s_best, 4),
+        "speedupCurrent": round(s_current, 4),
+        "enableAbove": enable_above,
+        "disableBelow": disable_below,
+    }
+    at = f"S(k={k_best}, B̂={b_hat:.1f})={s_best:.2f}"  # the guarded value: thresholds apply to it
+    if not current.enabled:
+        if s_best <= enable_above:
+            return hold(Reason.STEADY, f"{at} ≤ {enable_above:.2f}: stay off", current), inputs
+        target = ctx.enabled_config(predictor, k_best)
+        gain = relative_gain(1.0, predictor.config_speedup(target, b_hat))
+        return Proposal(Action.ENABLE, Reason.GAIN, f"{at} > {enable_above:.2f}", target, gain=gain), inputs
+    if s_best < disable_below and ctx.mode != SpeculationMode.ON:
+        # Priced against the bar the SRE set: the margin stands for the drafter's tax on memory and tails.
+        gain = disable_below / s_current - 1
+        reason = f"{at} < {disable_below:.2f}"
+        return Proposal(Action.DISABLE, Reason.LOSS, reason, SpecConfig.off(), gain=gain), inputs
+    return _retune(state, obs, ctx, k_best, at), inputs
+
+
+def _retune(state: PolicyState, obs: Observation, ctx: Context, k_best: int, at: str) -> Proposal:
+    """Keep speculating, with a re-rendered table (on acceptance drift) or a better fixed k."""
+    current, predictor = state.current, obs.predictor
+    assert obs.forecast is not None
+    if ctx.table_supported:
+        if current.schedule is not None and not drifted(state.table_curve, predictor.curve):
+            return hold(Reason.STEADY, f"{at}: table current", current)
+        target = ctx.enabled_config(predictor, k_best)
+        top = max(2 * obs.forecast, 1.0)
+        gain = max(
+            relative_gain(predictor.config_speedup(current, b), predictor.config_speedup(target, b))
+            for b in BATCH_GRID
+            if b <= top
+        )
+        action, code, reason = Action.SET_SCHEDULE, Reason.DRIFT, f"acceptance drifted; {at}"
+    else:
+        target = SpecConfig(enabled=True, k=k_best)
+        s_now = predictor.config_speedup(current, obs.forecast)
+        gain = relative_gain(s_now, predictor.speedup(k_best, obs.forecast))
+        action, code, reason = Action.SET_K, Reason.GAIN, f"{at} vs {current.describe()}"
+    if target == current:
+        return hold(Reason.STEADY, f"{at}: {current.describe()} is best", current)
+    return Proposal(action, code, reason, target, gain=gain)
+
+
+def _commit(
+    now: float, proposal: Proposal, state: PolicyState, obs: Observation, ctx: Context, inputs: Inputs
+) -> Decision:
+    applied = ctx.mode != SpeculationMode.RECOMMEND
+    if proposal.action == Action.HOLD:
+        return Decision(
+            proposal.action, proposal.code, proposal.reason, state.current, applied, inputs, state
+        )
+    if applied:
+        # A rollback returns to a configuration already known good: nothing to verify.
+        rollback = proposal.action == Action.ROLLBACK
+        verification = None if rollback else Verification(now, obs.predictor.curve, state.calibration)
+        state = state.after_change(now, proposal.target, verification)
+        state = replace(state, table_curve=obs.predictor.curve if proposal.target.schedule else None)
+    return Decision(proposal.action, proposal.code, proposal.reason, proposal.target, applied, inputs, state)

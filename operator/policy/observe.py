@@ -1,0 +1,112 @@
+"""Fold one window of signals into the state: forecast, acceptance memory, calibration, missing counter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from specfleet.operator.api.types import Signals
+from specfleet.operator.policy.acceptance import AcceptanceMemory, Curve, clean, curve_from_length, remembered
+from specfleet.operator.policy.calibration import OFF, SPEC, Calibration
+from specfleet.operator.policy.context import Context
+from specfleet.operator.policy.costmodel import CostModel, context_from_signals
+from specfleet.operator.policy.decision import Inputs
+from specfleet.operator.policy.predictor import Predictor
+from specfleet.operator.policy.state import PolicyState, SpecConfig
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What this evaluation knows, derived from the signals and the updated state."""
+
+    batch: float | None  # measured concurrency per replica
+    forecast: float | None  # B̂: forecast concurrency per replica for the next window
+    fresh: bool  # the signals were measured under the configuration the fleet runs
+    length: float | None  # measured L under the running configuration
+    tpot: float | None
+    samples: int
+    pods: int
+    predictor: Predictor
+
+    def inputs(self, ctx: Context, state: PolicyState, now: float) -> Inputs:
+        values: Inputs = {
+            "mode": str(ctx.mode),
+            "concurrency": self.batch,
+            "forecast": self.forecast,
+            "acceptanceLength": self.length,
+            "tpot": self.tpot,
+            "samples": self.samples,
+            "pods": self.pods,
+            "contextTokens": self.predictor.cost.context_tokens,
+            "missingIntervals": state.missing_intervals,
+            "restartsLastHour": len(state.restarts_in_hour(now)),
+        }
+        values.update({f"a{i + 1}": a for i, a in enumerate(self.predictor.curve)})
+        if self.batch is not None:
+            values["factorOff"] = state.calibration.factor(OFF, self.batch)
+            values["factorSpec"] = state.calibration.factor(SPEC, self.batch)
+        return {key: round(v, 4) if isinstance(v, float) else v for key, v in values.items()}
+
+
+def learn(
+    now: float, signals: Signals | None, state: PolicyState, ctx: Context
+) -> tuple[PolicyState, Observation]:
+    batch = signals.concurrency_per_replica if signals is not None else None
+    if signals is None or batch is None:
+        state = replace(state, missing_intervals=state.missing_intervals + 1)
+        return state, _observation(now, None, state, ctx, ctx.cost, fresh=False)
+    cost = ctx.cost.with_context(context_from_signals(ctx.cost, signals.kv_cache_usage, batch))
+    fresh = _fresh(signals, ctx)
+    state = replace(state, missing_intervals=0, forecast=state.forecast.observe(batch))
+    if fresh and state.current.enabled and (signals.samples or 0) >= ctx.policy.min_samples:
+        measured = _measured_curve(signals, state.current)
+        if measured:
+            state = replace(state, acceptance=AcceptanceMemory(measured, now))
+    if fresh and signals.tpot_seconds is not None:
+        state = replace(state, calibration=_calibrate(state.calibration, cost, state.current, batch, signals))
+    return state, _observation(now, signals, state, ctx, cost, fresh=fresh)
+
+
+def _fresh(signals: Signals, ctx: Context) -> bool:
+    running = ctx.fleet.config_hash
+    return signals.config_hash is None or running is None or signals.config_hash == running
+
+
+def _measured_curve(signals: Signals, current: SpecConfig) -> Curve | None:
+    if signals.acceptance_by_position:
+        return clean(signals.acceptance_by_position)
+    if signals.acceptance_length is not None:
+        return curve_from_length(signals.acceptance_length, current.k)
+    return None
+
+
+def _calibrate(
+    calibration: Calibration, cost: CostModel, current: SpecConfig, batch: float, signals: Signals
+) -> Calibration:
+    """One observed step cost against the raw prior: TPOT off, TPOT·L under speculation."""
+    assert signals.tpot_seconds is not None
+    b = max(batch, 1.0)
+    k = current.k_at(b)
+    if k == 0:
+        return calibration.observe(OFF, b, signals.tpot_seconds, cost.step_off(b))
+    if signals.acceptance_length is None:
+        return calibration
+    observed = signals.tpot_seconds * signals.acceptance_length
+    return calibration.observe(SPEC, b, observed, cost.step_spec(k, b))
+
+
+def _observation(
+    now: float, signals: Signals | None, state: PolicyState, ctx: Context, cost: CostModel, *, fresh: bool
+) -> Observation:
+    steps = ctx.policy.window_seconds / ctx.policy.interval_seconds
+    p90 = signals.concurrency_p90 if signals is not None else None
+    curve = remembered(state.acceptance, ctx.prior, now, ctx.policy.max_k)
+    return Observation(
+        batch=signals.concurrency_per_replica if signals is not None else None,
+        forecast=state.forecast.predict(steps, p90),
+        fresh=fresh,
+        length=signals.acceptance_length if signals is not None and fresh and state.current.enabled else None,
+        tpot=signals.tpot_seconds if signals is not None and fresh else None,
+        samples=(signals.samples or 0) if signals is not None else 0,
+        pods=signals.pods if signals is not None and signals.pods is not None else ctx.fleet.ready_replicas,
+        predictor=Predictor(cost, curve, state.calibration),
+    )

@@ -1,0 +1,36 @@
+"""A change the policy would like to make, before the stability and safety gates have their say."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from specfleet.operator.policy.decision import Action, Reason
+from specfleet.operator.policy.state import SpecConfig
+
+
+class Kind(Enum):
+    """Which gates a proposal passes through."""
+
+    TUNE = "tune"  # the cost model's advice: evidence, dwell, switching cost, cooldown, budget with reserve
+    SAFETY = "safety"  # collapse, fallback, rollback: only the restart budget
+    PIN = "pin"  # the spec's mode pins the configuration: only the restart budget
+
+
+@dataclass(frozen=True)
+class Proposal:
+    action: Action
+    code: Reason
+    reason: str
+    target: SpecConfig
+    kind: Kind = Kind.TUNE
+    gain: float = 0.0  # predicted relative throughput change of the switch
+
+
+def hold(code: Reason, reason: str, current: SpecConfig) -> Proposal:
+    return Proposal(Action.HOLD, code, reason, current)
+
+
+def relative_gain(s_from: float, s_to: float) -> float:
+    """Size of a throughput change, whichever its direction: 1.25 vs 1.0 and 0.8 vs 1.0 both give 0.25."""
+    return max(s_from, s_to) / max(min(s_from, s_to), 1e-9) - 1.0

@@ -1,0 +1,45 @@
+"""vLLM's per-step batch-size→k table (`num_speculative_tokens_per_batch_size`), rendered from the model.
+
+The engine then adapts k to its own running batch within one configuration, with no restart. vLLM honours
+the table only at data-parallel size 1. Re-rendering means a restart, so it happens only when the measured
+acceptance has drifted from the curve the table was rendered from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from specfleet.operator.policy.predictor import Predictor
+from specfleet.operator.policy.state import Schedule
+
+# Batch sizes the table is evaluated at; each row covers the sizes up to its own.
+BATCH_GRID = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+# Largest change of any a_i that leaves the table as it is.
+DRIFT_THRESHOLD = 0.05
+
+
+def table_supported(enabled_by_policy: bool, data_parallel_size: int) -> bool:
+    return enabled_by_policy and data_parallel_size == 1
+
+
+def render_schedule(predictor: Predictor, k_range: range, grid: Sequence[int] = BATCH_GRID) -> Schedule:
+    """(max_batch, k) rows, ascending: the best k at each grid size, 0 where no k beats plain decoding.
+
+    Neighbouring sizes with the same k merge into one row; the last row also covers larger batches.
+    """
+    rows: list[tuple[int, int]] = []
+    for batch in grid:
+        k, s = predictor.best(batch, k_range)
+        k = k if s > 1.0 else 0
+        if rows and rows[-1][1] == k:
+            rows[-1] = (batch, k)
+        else:
+            rows.append((batch, k))
+    return tuple(rows)
+
+
+def drifted(rendered_from: Sequence[float] | None, curve: Sequence[float]) -> bool:
+    """Whether acceptance moved enough since the table was rendered to re-render it."""
+    if rendered_from is None:
+        return True
+    return any(abs(a - b) > DRIFT_THRESHOLD for a, b in zip(rendered_from, curve, strict=False))

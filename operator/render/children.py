@@ -1,0 +1,171 @@
+"""Render the child objects of a SpecDecodeDeployment: Deployment, Service, PodDisruptionBudget. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specfleet.operator.api.constants import (
+    ANNOTATION_CONFIG_HASH,
+    ANNOTATION_SPEC_CONFIG,
+    LABEL_CONFIG_HASH,
+)
+from specfleet.operator.api.types import EnvVar, SpecDecodeDeploymentSpec, SpeculationState
+from specfleet.operator.render.engine import engine_config
+from specfleet.operator.render.labels import Owner, common_labels, object_meta, selector_labels
+from specfleet.runtime.engine_args import EngineConfig, canonical_json
+from specfleet.runtime.health import HEALTH_PORT, LIVE_PATH, READY_PATH
+
+GPU_RESOURCE = "nvidia.com/gpu"
+CACHE_DIR = "/cache"
+# Time the runtime keeps for itself after draining, so SIGKILL never lands mid-request.
+DRAIN_MARGIN_SECONDS = 5
+PROBE_PERIOD_SECONDS = 10
+
+
+def render_children(owner: Owner, spec: SpecDecodeDeploymentSpec, state: SpeculationState) -> list[dict[str, Any]]:
+    """Every child object, in the order they should be created."""
+    config = engine_config(spec, state)
+    return [
+        render_deployment(owner, spec, config),
+        render_service(owner, spec),
+        render_pdb(owner),
+    ]
+
+
+def render_deployment(owner: Owner, spec: SpecDecodeDeploymentSpec, config: EngineConfig) -> dict[str, Any]:
+    config_hash = config.config_hash()
+    annotations = {ANNOTATION_CONFIG_HASH: config_hash}
+    if config.speculative is not None:
+        annotations[ANNOTATION_SPEC_CONFIG] = canonical_json(config.speculative.to_json_obj())
+    pod_labels = {**common_labels(owner), LABEL_CONFIG_HASH: config_hash}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": object_meta(owner, owner.name, annotations),
+        "spec": {
+            "replicas": spec.replicas,
+            "selector": {"matchLabels": selector_labels(owner)},
+            # Surge one pod at a time and never drop below the desired count while k changes.
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+            "template": {
+                "metadata": {"labels": pod_labels, "annotations": dict(annotations)},
+                "spec": _pod_spec(spec, config, config_hash),
+            },
+        },
+    }
+
+
+def _pod_spec(spec: SpecDecodeDeploymentSpec, config: EngineConfig, config_hash: str) -> dict[str, Any]:
+    runtime = spec.runtime
+    pod: dict[str, Any] = {
+        "terminationGracePeriodSeconds": runtime.termination_grace_period_seconds,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 1000,
+            "runAsGroup": 1000,
+            "fsGroup": 1000,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [_engine_container(spec, config, config_hash)],
+        "volumes": [
+            {"name": "shm", "emptyDir": {"medium": "Memory"}},
+            {"name": "tmp", "emptyDir": {}},
+            {"name": "cache", "emptyDir": {}},
+        ],
+    }
+    if runtime.node_selector:
+        pod["nodeSelector"] = dict(runtime.node_selector)
+    if runtime.tolerations:
+        pod["tolerations"] = [toleration.to_api() for toleration in runtime.tolerations]
+    return pod
+
+
+def _engine_container(spec: SpecDecodeDeploymentSpec, config: EngineConfig, config_hash: str) -> dict[str, Any]:
+    runtime = spec.runtime
+    return {
+        "name": "engine",
+        "image": runtime.image,
+        "imagePullPolicy": runtime.image_pull_policy,
+        "command": ["specfleet-runtime"],
+        "args": config.vllm_args(),
+        "ports": [
+            {"name": "http", "containerPort": runtime.port, "protocol": "TCP"},
+            {"name": "health", "containerPort": HEALTH_PORT, "protocol": "TCP"},
+        ],
+        "env": _env(spec, config_hash),
+        "resources": _resources(spec),
+        "readinessProbe": _probe(READY_PATH, failure_threshold=3),
+        "livenessProbe": _probe(LIVE_PATH, failure_threshold=6),
+        # Loading weights can take many minutes; liveness only applies once startup succeeded.
+        "startupProbe": _probe(
+            LIVE_PATH, failure_threshold=max(1, runtime.startup_timeout_seconds // PROBE_PERIOD_SECONDS)
+        ),
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "runAsNonRoot": True,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [
+            {"name": "shm", "mountPath": "/dev/shm"},
+            {"name": "tmp", "mountPath": "/tmp"},
+            {"name": "cache", "mountPath": CACHE_DIR},
+        ],
+    }
+
+
+def _env(spec: SpecDecodeDeploymentSpec, config_hash: str) -> list[dict[str, Any]]:
+    drain = spec.runtime.termination_grace_period_seconds - DRAIN_MARGIN_SECONDS
+    managed = [
+        EnvVar(name="SPECFLEET_CONFIG_HASH", value=config_hash),
+        EnvVar(name="SPECFLEET_DRAIN_SECONDS", value=str(max(1, drain))),
+        EnvVar(name="HF_HOME", value=f"{CACHE_DIR}/huggingface"),
+        EnvVar(name="VLLM_CACHE_ROOT", value=f"{CACHE_DIR}/vllm"),
+        EnvVar(name="VLLM_NO_USAGE_STATS", value="1"),
+    ]
+    managed_names = {var.name for var in managed}
+    user = [var for var in spec.runtime.env if var.name not in managed_names]
+    return [var.to_api() for var in [*managed, *user]]
+
+
+def _resources(spec: SpecDecodeDeploymentSpec) -> dict[str, Any]:
+    gpus = str(spec.model.tensor_parallel_size * spec.model.data_parallel_size)
+    limits = {GPU_RESOURCE: gpus, **spec.runtime.resources.limits}
+    requests = dict(spec.runtime.resources.requests)
+    if GPU_RESOURCE in limits:
+        requests[GPU_RESOURCE] = limits[GPU_RESOURCE]
+    return {"limits": limits, "requests": requests}
+
+
+def _probe(path: str, failure_threshold: int) -> dict[str, Any]:
+    return {
+        "httpGet": {"path": path, "port": "health"},
+        "periodSeconds": PROBE_PERIOD_SECONDS,
+        "timeoutSeconds": 5,
+        "failureThreshold": failure_threshold,
+    }
+
+
+def render_service(owner: Owner, spec: SpecDecodeDeploymentSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": object_meta(owner, owner.name),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector_labels(owner),
+            "ports": [
+                {"name": "http", "port": spec.runtime.port, "targetPort": "http", "protocol": "TCP"},
+            ],
+        },
+    }
+
+
+def render_pdb(owner: Owner) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": object_meta(owner, owner.name),
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector_labels(owner)}},
+    }

@@ -1,0 +1,150 @@
+"""SHELL. The Prometheus reader: one batch of instant queries per tick for the whole fleet.
+
+Uses prometheus-api-client over a requests session with timeouts, retries with exponential backoff on
+connection errors and 429/5xx answers, TLS options and bearer-token auth. The token is only ever placed in
+the Authorization header: it is kept out of reprs, log lines and error reasons.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import requests
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
+from urllib3.util.retry import Retry
+
+from specfleet.operator.signals.model import FleetKey, FleetTarget, LabelMapping, SignalsResult, Unavailable
+from specfleet.operator.signals.promql import Query, build_queries, fleet_matchers, parse_results
+from specfleet.operator.signals.rates import fleet_signals
+
+log = logging.getLogger(__name__)
+
+RETRY_STATUSES = (429, 500, 502, 503, 504)
+_MESSAGE_LIMIT = 300
+
+
+@dataclass(frozen=True)
+class PrometheusConfig:
+    """How to reach Prometheus. `bearer_token` is the value itself (the caller reads it from a Secret)."""
+
+    url: str
+    bearer_token: str | None = field(default=None, repr=False)
+    ca_file: str | None = None
+    insecure_skip_verify: bool = False
+    timeout_seconds: float = 10.0
+    retries: int = 3
+    backoff_seconds: float = 0.5
+    max_parallel: int = 8
+    labels: LabelMapping = field(default_factory=LabelMapping)
+
+
+class QueryError(Exception):
+    """A query that did not produce rows, with the CamelCase reason for the status condition."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(f"{reason}: {message}")
+        self.reason = reason
+        self.message = message
+
+
+def make_client(config: PrometheusConfig) -> PrometheusConnect:
+    session = requests.Session()
+    # A CA bundle path verifies against that CA; insecure_skip_verify turns verification off entirely.
+    session.verify = False if config.insecure_skip_verify else (config.ca_file or True)
+    retry = Retry(
+        total=config.retries,
+        backoff_factor=config.backoff_seconds,
+        status_forcelist=RETRY_STATUSES,
+        allowed_methods=frozenset({"GET"}),
+        raise_on_status=False,
+    )
+    headers = {"Authorization": f"Bearer {config.bearer_token}"} if config.bearer_token else None
+    timeout = config.timeout_seconds
+    return PrometheusConnect(config.url.rstrip("/"), headers, session=session, retry=retry, timeout=timeout)
+
+
+def _classify(error: Exception) -> QueryError:
+    """A failed request as a condition reason; messages are trimmed and never carry request headers."""
+    text = str(error)[:_MESSAGE_LIMIT]
+    if isinstance(error, requests.exceptions.SSLError):
+        return QueryError("PrometheusTLSError", text)
+    if isinstance(error, requests.exceptions.JSONDecodeError):  # a RequestException, but the server answered
+        return QueryError("PrometheusBadResponse", f"answer is not JSON: {text}")
+    if isinstance(error, requests.exceptions.RequestException):
+        return QueryError("PrometheusUnreachable", text)
+    if isinstance(error, PrometheusApiClientException):
+        if "Status Code 401" in text or "Status Code 403" in text:
+            return QueryError("PrometheusUnauthorized", text)
+        if "Status Code 400" in text or "Status Code 422" in text:
+            return QueryError("PrometheusQueryError", text)
+        return QueryError("PrometheusError", text)
+    return QueryError("PrometheusBadResponse", f"{type(error).__name__}: {text}")
+
+
+def iso_time(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class PrometheusReader:
+    """Implements `SignalsReader` against a Prometheus HTTP API."""
+
+    def __init__(self, config: PrometheusConfig) -> None:
+        self.config = config
+        self._client = make_client(config)
+        self.queries_issued = 0  # for benchmarks and tests: queries sent since creation
+
+    async def query(self, query: Query, at: float, parallel: asyncio.Semaphore) -> list[dict[str, Any]]:
+        """Rows of one instant query evaluated at `at` (epoch seconds); raises QueryError."""
+        async with parallel:
+            self.queries_issued += 1
+            try:
+                rows = await asyncio.to_thread(self._client.custom_query, query.promql, {"time": f"{at:.3f}"})
+            except Exception as error:  # every failure becomes a reason; none may escape the tick
+                raise _classify(error) from error
+        if not isinstance(rows, list):
+            raise QueryError("PrometheusBadResponse", f"result of {query.name} is not a list")
+        return rows
+
+    async def run(self, queries: Sequence[Query], at: float) -> tuple[dict[str, Any], dict[str, QueryError]]:
+        """All queries concurrently: the answered rows and the failures, by query name."""
+        # Bounded by the connection pool; made per call so the reader is not tied to one event loop.
+        parallel = asyncio.Semaphore(self.config.max_parallel)
+        calls = (self.query(query, at, parallel) for query in queries)
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+        answered: dict[str, Any] = {}
+        failed: dict[str, QueryError] = {}
+        for query, outcome in zip(queries, outcomes, strict=True):
+            if isinstance(outcome, QueryError):
+                log.warning("Prometheus query %s failed: %s", query.name, outcome.reason)
+                failed[query.name] = outcome
+            elif isinstance(outcome, BaseException):
+                raise outcome
+            else:
+                answered[query.name] = outcome
+        return answered, failed
+
+    async def read(
+        self, targets: Sequence[FleetTarget], window_seconds: float, at: float | None = None
+    ) -> dict[FleetKey, SignalsResult]:
+        """Signals of every target over the window ending at `at` (default: now)."""
+        if not targets:
+            return {}
+        at = time.time() if at is None else at
+        labels = self.config.labels
+        queries = build_queries(fleet_matchers(targets, labels), labels, window_seconds)
+        answered, failed = await self.run(queries, at)
+        if not answered:
+            first = next(iter(failed.values()))
+            return {target.key: Unavailable(first.reason, first.message) for target in targets}
+        try:
+            stats = parse_results(answered, labels)
+        except ValueError as error:
+            return {target.key: Unavailable("PrometheusBadResponse", str(error)) for target in targets}
+        return fleet_signals(stats, targets, window_seconds, iso_time(at), sorted(failed))

@@ -1,0 +1,93 @@
+"""Fold one policy evaluation into a fleet's status: signals, decisions, conditions, Events. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from specfleet.operator.api.types import (
+    ScheduleEntry,
+    Signals,
+    SpecDecodeDeploymentStatus,
+    SpeculationState,
+)
+from specfleet.operator.policy.decision import Action, Decision
+from specfleet.operator.policy.state import SpecConfig
+from specfleet.operator.signals.model import Unavailable
+from specfleet.operator.status.conditions import set_condition
+from specfleet.operator.status.fleet import METRICS_AVAILABLE
+
+DECISIONS_KEPT = 20
+
+EVENT_REASONS = {
+    Action.ENABLE: "SpeculationEnabled",
+    Action.DISABLE: "SpeculationDisabled",
+    Action.SET_K: "SpeculationRetuned",
+    Action.SET_SCHEDULE: "ScheduleRetuned",
+    Action.ROLLBACK: "RolledBack",
+}
+
+
+@dataclass
+class Note:
+    """An Event to post: type, CamelCase reason, message."""
+
+    type: str
+    reason: str
+    message: str
+
+
+@dataclass
+class Evaluation:
+    status: SpecDecodeDeploymentStatus
+    # The configuration the pods must run now; None when nothing changes.
+    apply: SpeculationState | None = None
+    events: list[Note] = field(default_factory=list)
+
+
+def to_speculation_state(config: SpecConfig, method: str, reason: str, since: str) -> SpeculationState:
+    if not config.enabled:
+        return SpeculationState(enabled=False, reason=reason, since=since)
+    schedule = [ScheduleEntry(max_batch_size=batch, k=k) for batch, k in config.schedule] if config.schedule else None
+    return SpeculationState(enabled=True, method=method, k=config.k, schedule=schedule, reason=reason, since=since)
+
+
+def to_spec_config(state: SpeculationState) -> SpecConfig:
+    if not state.enabled:
+        return SpecConfig.off()
+    schedule = tuple((row.max_batch_size, row.k) for row in state.schedule) if state.schedule else None
+    return SpecConfig(enabled=True, k=state.k or 1, schedule=schedule)
+
+
+def fold_evaluation(
+    previous: SpecDecodeDeploymentStatus,
+    signals: Signals | Unavailable,
+    decision: Decision,
+    method: str,
+    now: str,
+    generation: int | None,
+) -> Evaluation:
+    """The status after an evaluation, and what to carry out and announce."""
+    status = previous.model_copy(update={"policy_state": decision.state.to_dict()})
+    events: list[Note] = []
+    if isinstance(signals, Unavailable):
+        conditions = set_condition(
+            status.conditions, METRICS_AVAILABLE, False, signals.reason, signals.message, now, generation
+        )
+    else:
+        status = status.model_copy(update={"signals": signals})
+        detail = f"{signals.pods or 0} pods, {signals.samples or 0} verify rounds in the window"
+        conditions = set_condition(status.conditions, METRICS_AVAILABLE, True, "SignalsRead", detail, now, generation)
+    status = status.model_copy(update={"conditions": conditions})
+    record = decision.to_record(now)
+    last = previous.decisions[-1] if previous.decisions else None
+    # A hold repeated with the same reason code adds nothing to the history an SRE reads.
+    if decision.action != Action.HOLD or last is None or last.reason.split(":")[0] != record.reason.split(":")[0]:
+        status = status.model_copy(update={"decisions": [*previous.decisions, record][-DECISIONS_KEPT:]})
+    apply = None
+    if decision.action != Action.HOLD:
+        if decision.applied:
+            apply = to_speculation_state(decision.target, method, record.reason, now)
+            events.append(Note("Normal", EVENT_REASONS[decision.action], f"{decision.target.describe()}: {record.reason}"))
+        elif last is None or last.reason != record.reason or last.applied:
+            events.append(Note("Normal", "Recommendation", f"would {decision.action.value} → {decision.target.describe()}: {record.reason}"))
+    return Evaluation(status=status, apply=apply, events=events)

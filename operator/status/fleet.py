@@ -1,0 +1,102 @@
+"""The status of a fleet from its spec, speculation state and Deployment. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specfleet.operator.api.types import (
+    SpecDecodeDeploymentSpec,
+    SpecDecodeDeploymentStatus,
+    SpeculationState,
+)
+from specfleet.operator.status.conditions import set_condition
+
+READY = "Ready"
+PROGRESSING = "Progressing"
+SPECULATION_ACTIVE = "SpeculationActive"
+METRICS_AVAILABLE = "MetricsAvailable"
+DEGRADED = "Degraded"
+INVALID_SPEC = "InvalidSpec"
+
+
+def fleet_status(
+    previous: SpecDecodeDeploymentStatus,
+    spec: SpecDecodeDeploymentSpec,
+    state: SpeculationState,
+    deployment: dict[str, Any] | None,
+    selector: str,
+    generation: int | None,
+    now: str,
+) -> SpecDecodeDeploymentStatus:
+    """Replica counts and conditions after a reconcile; decisions, signals and policy state are kept."""
+    dep_status = (deployment or {}).get("status", {})
+    replicas = int(dep_status.get("replicas", 0))
+    ready = int(dep_status.get("readyReplicas", 0))
+    updated = int(dep_status.get("updatedReplicas", 0))
+    conditions = previous.conditions
+    all_ready = ready >= spec.replicas and replicas <= spec.replicas
+    conditions = set_condition(
+        conditions,
+        READY,
+        all_ready,
+        "AllReplicasReady" if all_ready else "ReplicasNotReady",
+        f"{ready}/{spec.replicas} replicas ready",
+        now,
+        generation,
+    )
+    rolling = updated < spec.replicas or replicas > spec.replicas
+    conditions = set_condition(
+        conditions,
+        PROGRESSING,
+        rolling,
+        "RollingOut" if rolling else "RolloutComplete",
+        f"{updated}/{spec.replicas} replicas run the current configuration",
+        now,
+        generation,
+    )
+    conditions = set_condition(
+        conditions,
+        SPECULATION_ACTIVE,
+        state.enabled,
+        "SpeculationOn" if state.enabled else "SpeculationOff",
+        _describe(state),
+        now,
+        generation,
+    )
+    degraded = next((c for c in conditions if c.type == DEGRADED), None)
+    # Only clear what a reconcile can judge; other reasons (a missing policy) belong to the evaluation loop.
+    if degraded is None or degraded.reason == INVALID_SPEC:
+        conditions = set_condition(conditions, DEGRADED, False, "ValidSpec", "spec is valid", now, generation)
+    if not any(c.type == METRICS_AVAILABLE for c in conditions):
+        conditions = set_condition(
+            conditions, METRICS_AVAILABLE, "Unknown", "AwaitingMetrics", "no evaluation yet", now, generation
+        )
+    return previous.model_copy(
+        update={
+            "observed_generation": generation,
+            "replicas": replicas,
+            "ready_replicas": ready,
+            "selector": selector,
+            "mode": spec.speculation.mode,
+            "speculation": state,
+            "conditions": conditions,
+        }
+    )
+
+
+def invalid_status(
+    previous: SpecDecodeDeploymentStatus, error: str, generation: int | None, now: str
+) -> SpecDecodeDeploymentStatus:
+    """An invalid spec: say exactly what is wrong and change nothing else."""
+    conditions = set_condition(previous.conditions, READY, False, INVALID_SPEC, error, now, generation)
+    conditions = set_condition(conditions, DEGRADED, True, INVALID_SPEC, error, now, generation)
+    return previous.model_copy(update={"observed_generation": generation, "conditions": conditions})
+
+
+def _describe(state: SpeculationState) -> str:
+    if not state.enabled:
+        return f"speculation off: {state.reason or 'no reason recorded'}"
+    detail = f"{state.method} k={state.k}"
+    if state.schedule:
+        detail += " with batch-size table " + ", ".join(f"≤{row.max_batch_size}:{row.k}" for row in state.schedule)
+    return f"{detail}: {state.reason or 'no reason recorded'}"

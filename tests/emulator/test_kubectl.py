@@ -1,0 +1,113 @@
+"""The real kubectl binary against the emulator: apply, get, patch, scale, wait, namespaces."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+from collections.abc import Callable
+
+import pytest
+import yaml
+
+from specfleet.operator.emulator import EmulatorServer
+from tests.emulator.widgets import widget, widget_crd
+from tests.fixtures.deps import require_binary
+
+Kubectl = Callable[..., str]
+
+
+@pytest.fixture
+def kubectl(kubeconfig: pathlib.Path, tmp_path: pathlib.Path, ns: str) -> Kubectl:
+    binary = require_binary("kubectl")
+
+    def run(*args: str) -> str:
+        command = [binary, f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp_path / 'cache'}", "-n", ns, *args]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    return run
+
+
+@pytest.fixture
+def manifests(tmp_path: pathlib.Path, kubectl: Kubectl) -> pathlib.Path:
+    """The Widget CRD applied with kubectl (first, as on a real cluster), and a widget's manifest."""
+    crd = tmp_path / "crd.yaml"
+    crd.write_text(yaml.safe_dump(widget_crd()))
+    kubectl("apply", "--validate=false", "-f", str(crd))
+    path = tmp_path / "widget.yaml"
+    path.write_text(yaml.safe_dump(widget("kw", replicas=2)))
+    return path
+
+
+def test_apply_get_patch_scale_wait(
+    kubectl: Kubectl, manifests: pathlib.Path, emulator: EmulatorServer, ns: str
+) -> None:
+    assert "widget.test.dev/kw created" in kubectl("apply", "--validate=false", "-f", str(manifests))
+    header, row = kubectl("get", "widgets").splitlines()
+    assert header.split() == ["NAME", "REPLICAS", "MODE", "READY", "AGE"]
+    assert row.split()[:3] == ["kw", "2", "Auto"]
+    kubectl("patch", "wd", "kw", "--type=merge", "-p", '{"spec":{"mode":"On"}}')
+    kubectl("scale", "wd/kw", "--replicas=3")
+    kubectl(
+        "patch",
+        "wd",
+        "kw",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status":{"conditions":[{"type":"Ready","status":"True"}]}}',
+    )
+    kubectl("wait", "--for=jsonpath={.status.conditions[0].status}=True", "wd/kw", "--timeout=10s")
+    stored = emulator.get("test.dev/v1", "widgets", "kw", ns)
+    assert stored is not None
+    assert (stored["spec"]["replicas"], stored["spec"]["mode"]) == (3, "On")
+    assert "configured" in kubectl("apply", "--validate=false", "-f", str(manifests))
+    assert kubectl("get", "wd", "kw", "-o", "jsonpath={.spec.replicas} {.metadata.generation}") == "2 4"
+
+
+def test_server_side_apply_and_delete(
+    kubectl: Kubectl, manifests: pathlib.Path, emulator: EmulatorServer, ns: str
+) -> None:
+    kubectl("apply", "--server-side", "--validate=false", "-f", str(manifests))
+    assert emulator.get("test.dev/v1", "widgets", "kw", ns) is not None
+    kubectl("delete", "widget", "kw")
+    assert emulator.get("test.dev/v1", "widgets", "kw", ns) is None
+
+
+def test_wait_for_crd_established_and_get_namespaces(
+    kubectl: Kubectl, manifests: pathlib.Path, ns: str
+) -> None:
+    kubectl("wait", "--for=condition=established", "crd/widgets.test.dev", "--timeout=10s")
+    names = [line.split()[0] for line in kubectl("get", "namespaces").splitlines()[1:]]
+    assert {"default", "kube-system", ns} <= set(names)
+
+
+def test_invalid_resource_is_refused_with_the_apiserver_message(
+    kubeconfig: pathlib.Path, tmp_path: pathlib.Path, emulator: EmulatorServer, ns: str
+) -> None:
+    emulator.apply(widget_crd())
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(widget("kbad", replicas=1, speculation={"k": 9, "maxK": 2})))
+    done = subprocess.run(
+        [
+            require_binary("kubectl"),
+            f"--kubeconfig={kubeconfig}",
+            f"--cache-dir={tmp_path}",
+            "-n",
+            ns,
+            "apply",
+            "--validate=false",
+            "-f",
+            str(bad),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert (
+        'The Widget "kbad" is invalid: spec.speculation: Invalid value: "object": k must not exceed maxK'
+        in done.stderr
+    )

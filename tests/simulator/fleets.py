@@ -1,0 +1,36 @@
+"""Small simulated fleets shared by the simulator tests."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specfleet.operator.policy.state import SpecConfig
+from specfleet.operator.simulator.controllers import Fixed
+from specfleet.operator.simulator.fleet import Controller, FleetSimulation, FleetSpec
+from specfleet.operator.simulator.hardware import H100, LLAMA_8B
+from specfleet.operator.simulator.perf import DraftFamily, replica_perf
+from specfleet.operator.simulator.traces import builtin_trace
+from specfleet.operator.simulator.workload import SHAREGPT, generate_requests
+
+
+def small_fleet(
+    config: SpecConfig | None = None,
+    controller: Controller | None = None,
+    seed: int = 0,
+    qps: float = 20.0,
+    seconds: float = 300.0,
+    replicas: int = 2,
+    restart_seconds: float = 60.0,
+) -> FleetSimulation:
+    """Two 8B replicas under constant ShareGPT load."""
+    trace = builtin_trace("constant", qps, seconds / 3600)
+    rng = np.random.default_rng(seed)
+    requests = generate_requests(trace.times, trace.qps, trace.mix, [SHAREGPT], rng)
+    spec = FleetSpec(
+        perf=replica_perf(LLAMA_8B, H100, 1),
+        family=DraftFamily.EAGLE,
+        replicas=replicas,
+        restart_seconds=restart_seconds,
+    )
+    chosen = controller if controller is not None else Fixed(config or SpecConfig.off())
+    return FleetSimulation(spec, requests, [SHAREGPT], chosen, rng)

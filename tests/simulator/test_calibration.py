@@ -1,0 +1,102 @@
+"""The performance model against calibration.md, measured through the fleet simulation (closed batches)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specfleet.operator.simulator.acceptance import draw_requests
+from specfleet.operator.simulator.calibration import closed_batch, speedup
+from specfleet.operator.simulator.config import static
+from specfleet.operator.simulator.hardware import H100, LLAMA_8B, LLAMA_70B
+from specfleet.operator.simulator.perf import DraftFamily, ReplicaPerf, replica_perf
+from specfleet.operator.simulator.workload import CREATIVE, GSM8K, SHAREGPT, PromptClass
+
+EAGLE = DraftFamily.EAGLE
+PERF_8B = replica_perf(LLAMA_8B, H100, 1)
+PERF_70B = replica_perf(LLAMA_70B, H100, 4)
+
+# calibration.md, "Speed-up against batch size" (k=3): bs 1, 16, 64, 128.
+ROWS = [
+    ("8b-gsm8k-eagle", PERF_8B, GSM8K, (1.73, 1.69, 1.48, 1.21)),
+    ("8b-sharegpt-eagle3", PERF_8B, SHAREGPT, (1.71, 1.68, 1.55, 1.29)),
+    ("70b-tp4-sharegpt-eagle", PERF_70B, SHAREGPT, (1.96, 1.77, 1.50, 1.06)),
+]
+BATCHES = (1, 16, 64, 128)
+
+
+@pytest.mark.parametrize(("name", "perf", "klass", "published"), ROWS, ids=[row[0] for row in ROWS])
+@pytest.mark.parametrize("column", range(len(BATCHES)), ids=[f"bs{b}" for b in BATCHES])
+def test_speedup_row(
+    name: str, perf: ReplicaPerf, klass: PromptClass, published: tuple[float, ...], column: int
+) -> None:
+    batch = BATCHES[column]
+    tolerance = 0.10 if batch == 1 else 0.15
+    # bs=1 sees few requests per minute: average a few seeds so the figure is the model's, not the dice's.
+    seeds = range(4) if batch == 1 else range(1)
+    measured = float(np.mean([speedup(perf, klass, EAGLE, batch, 3, seed=s) for s in seeds]))
+    assert measured == pytest.approx(published[column], abs=tolerance), f"{name} bs={batch}: {measured:.3f}"
+
+
+def _bs1_ratio(perf: ReplicaPerf) -> float:
+    """Speed-up / L at bs=1, L read from the pod's counters."""
+    seeds = range(3)
+    on = [closed_batch(perf, SHAREGPT, EAGLE, 1, static(3), seed=s) for s in seeds]
+    s = np.mean([speedup(perf, SHAREGPT, EAGLE, 1, 3, seed=s) for s in seeds])
+    return float(s / np.mean([r.acceptance_length for r in on]))
+
+
+def test_bs1_speedup_over_length_is_about_0_8_on_8b() -> None:
+    """EAGLE-3 paper: speed-up / L at bs=1 is 0.70-0.83 (the article's "speed-up ≈ 0.8·L")."""
+    assert 0.70 <= _bs1_ratio(PERF_8B) <= 0.83
+
+
+def test_bs1_ratio_on_70b_follows_its_published_row() -> None:
+    """Known conflict: 1.96 at bs=1 with ShareGPT's L=2.25 is a ratio of 0.87, above the 0.70-0.83 band.
+
+    The roofline-derived 70B model follows the measured row (the drafter is cheap next to a 70B step); see
+    docs/simulator.md. Within the row's own tolerance of ±0.1 on 1.96.
+    """
+    assert _bs1_ratio(PERF_70B) == pytest.approx(1.96 / SHAREGPT.eagle.mean_length(3), abs=0.1 / 2.25)
+
+
+def test_best_fixed_k_moves_from_5_to_3_around_bs32_on_8b() -> None:
+    def best_k(batch: int) -> int:
+        return max((3, 4, 5), key=lambda k: speedup(PERF_8B, SHAREGPT, EAGLE, batch, k))
+
+    assert best_k(8) == 5
+    assert best_k(64) == 3
+    # The k=5 vs k=3 order flips between bs 16 and 48.
+    flips = [b for b in (16, 24, 32, 40, 48) if best_k(b) < 5]
+    assert flips
+    assert 16 <= flips[0] <= 48
+
+
+@pytest.mark.parametrize(
+    ("k", "published"), [(1, 1.66), (2, 2.04), (3, 2.25), (4, 2.39), (5, 2.48), (7, 2.58)]
+)
+def test_sharegpt_eagle_mean_length_by_k(k: int, published: float) -> None:
+    """Read back from the pod's counters, as the operator would: L = 1 + accepted / drafts."""
+    measured = closed_batch(PERF_8B, SHAREGPT, EAGLE, 16, static(k), seconds=120).acceptance_length
+    # A held batch over-represents slow (low-acceptance) requests a little, so allow 0.08 below.
+    assert published - 0.08 <= measured <= published + 0.03
+
+
+def test_per_request_spread_of_length_at_k3() -> None:
+    a = draw_requests(SHAREGPT.eagle, 20000, np.random.default_rng(0))
+    sd = float((1 + a[:, :3].sum(axis=1)).std())
+    assert 0.2 <= sd <= 0.4
+
+
+def test_eagle_chain_is_roughly_iid_ngram_is_not() -> None:
+    eagle = SHAREGPT.eagle.conditional[:4]
+    ngram = SHAREGPT.ngram.conditional[:3]
+    assert eagle.max() - eagle.min() < 0.15  # flat with depth
+    assert ngram[0] < 0.3
+    assert ngram[1:].min() > 0.75
+
+
+def test_temperature_one_lowers_speedup_by_4_to_30_percent() -> None:
+    cold = speedup(PERF_8B, SHAREGPT, EAGLE, 8, 3, seed=0)
+    hot = speedup(PERF_8B, CREATIVE, EAGLE, 8, 3, seed=0)
+    assert 0.04 <= 1 - hot / cold <= 0.30

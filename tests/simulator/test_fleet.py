@@ -1,0 +1,112 @@
+"""The fleet simulation: determinism, rolling restarts, the batch-size table, what controllers see."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from specfleet.operator.policy.state import SpecConfig
+from specfleet.operator.simulator.config import config_hash, static, table
+from specfleet.operator.simulator.feed import SimulatedScrape
+from specfleet.operator.simulator.metrics import PodMetrics
+from tests.simulator.fleets import small_fleet
+
+
+def test_same_seed_same_run_other_seed_other_run() -> None:
+    a, b, c = (small_fleet(static(3), seed=s).run(300) for s in (1, 1, 2))
+    assert np.array_equal(a.tpot, b.tpot, equal_nan=True)
+    assert np.array_equal(a.e2e, b.e2e, equal_nan=True)
+    assert not np.array_equal(a.tpot[:50], c.tpot[:50], equal_nan=True)
+
+
+def test_requests_finish_and_latencies_are_consistent() -> None:
+    sim = small_fleet(static(3), seconds=300)
+    result = sim.run(600)  # 300 s of arrivals, then a drain
+    assert np.isnan(result.tpot).sum() == 0
+    assert np.all(result.ttft > 0)
+    assert np.all(result.e2e >= result.ttft)
+    assert np.all(result.finish >= result.requests.arrival)
+
+
+def test_speculation_cuts_tpot_at_light_load() -> None:
+    off = small_fleet(SpecConfig.off(), qps=4).run(400)
+    on = small_fleet(static(3), qps=4).run(400)
+    assert np.nanmean(off.tpot) / np.nanmean(on.tpot) == pytest.approx(1.7, abs=0.25)
+
+
+def test_table_at_k0_pays_the_drafter_tax() -> None:
+    """vLLM's table with k=0 at every batch still runs the drafter: slower than speculation off."""
+    off = small_fleet(SpecConfig.off(), qps=30).run(300)
+    zero = small_fleet(table(((1 << 20, 0),)), qps=30).run(300)
+    assert np.nanmean(zero.tpot) > np.nanmean(off.tpot) * 1.1
+
+
+class SwitchAt:
+    """Asks for `after` from time `at` on; records what it saw."""
+
+    def __init__(self, before: SpecConfig, after: SpecConfig, at: float) -> None:
+        self.before, self.after, self.at = before, after, at
+        self.seen: list[tuple[float, list[str], list[bool]]] = []
+
+    def initial(self) -> SpecConfig:
+        return self.before
+
+    def observe(
+        self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], current: SpecConfig
+    ) -> SpecConfig:
+        self.seen.append((now, [p.config_hash for p in pods], list(ready)))
+        return self.after if now >= self.at else self.before
+
+
+def test_rolling_restart_one_pod_at_a_time_with_counters_reset() -> None:
+    controller = SwitchAt(SpecConfig.off(), static(3), at=60)
+    sim = small_fleet(controller=controller, replicas=3, restart_seconds=60, seconds=400)
+    result = sim.run(400)
+    assert result.restarts == 1
+    for _, _, ready in controller.seen:
+        assert sum(ready) >= 2  # never more than one pod out
+    final_hashes = controller.seen[-1][1]
+    assert final_hashes == [config_hash(static(3))] * 3
+    assert result.config_seconds["restarting"] == pytest.approx(3 * 60, abs=1)
+    pod = sim.pod(0)
+    assert pod.started_at >= 60
+    assert pod.drafts > 0
+
+
+def test_restart_costs_capacity() -> None:
+    quiet = small_fleet(static(3), qps=24, seconds=300).run(400)
+    controller = SwitchAt(static(3), SpecConfig(enabled=True, k=3, schedule=((1 << 20, 3),)), at=30)
+    restarted = small_fleet(controller=controller, qps=24, seconds=300, restart_seconds=120).run(400)
+    assert np.nanmean(restarted.tpot) > np.nanmean(quiet.tpot) * 1.05
+
+
+def test_signals_from_simulated_pods_measure_the_hidden_acceptance() -> None:
+    """The real signals code, on the simulated scrapes, recovers L and the load without seeing the model."""
+    scrape = SimulatedScrape("fleet", "m", window_seconds=120)
+    signals = None
+    hashes = config_hash(static(3))
+
+    class Reader:
+        def initial(self) -> SpecConfig:
+            return static(3)
+
+        def observe(
+            self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], current: SpecConfig
+        ) -> SpecConfig:
+            nonlocal signals
+            signals = scrape.read(now, pods, ready, hashes)
+            return current
+
+    small_fleet(controller=Reader(), qps=20, seconds=600).run(600)
+    assert signals is not None
+    assert signals.acceptance_length == pytest.approx(2.25, abs=0.15)
+    assert signals.acceptance_by_position is not None
+    assert len(signals.acceptance_by_position) == 3
+    assert signals.qps == pytest.approx(20.0, rel=0.2)
+    assert signals.pods == 2
+    assert signals.concurrency_per_replica is not None
+    assert signals.concurrency_per_replica > 1
+    assert signals.tpot_seconds is not None
+    assert 0.004 < signals.tpot_seconds < 0.02

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from specfleet.operator.api.types import Signals, SpecDecodeDeploymentStatus, SpeculationState
+from specfleet.operator.policy.decision import Action, Decision, Reason
+from specfleet.operator.policy.state import PolicyState, SpecConfig
+from specfleet.operator.signals.model import Unavailable
+from specfleet.operator.status.evaluation import (
+    DECISIONS_KEPT,
+    fold_evaluation,
+    to_spec_config,
+    to_speculation_state,
+)
+
+ON = SpecConfig(enabled=True, k=3)
+
+
+def _decision(action: Action, code: Reason, target: SpecConfig, applied: bool = True) -> Decision:
+    return Decision(
+        action=action,
+        code=code,
+        reason="because",
+        target=target,
+        applied=applied,
+        inputs={"concurrency": 4.0},
+        state=PolicyState(current=target, last_good=ON),
+    )
+
+
+def _fold(decision: Decision, previous: SpecDecodeDeploymentStatus | None = None, signals: object = None):  # type: ignore[no-untyped-def]
+    return fold_evaluation(
+        previous or SpecDecodeDeploymentStatus(),
+        signals if signals is not None else Signals(pods=2, samples=100, acceptance_length=2.1),  # type: ignore[arg-type]
+        decision,
+        "eagle3",
+        "2026-01-01T00:00:00Z",
+        3,
+    )
+
+
+def test_applied_change_is_carried_out_recorded_and_announced() -> None:
+    outcome = _fold(_decision(Action.DISABLE, Reason.LOSS, SpecConfig.off()))
+    assert outcome.apply is not None and outcome.apply.enabled is False
+    assert outcome.status.decisions[-1].action == "disable"
+    assert [e.reason for e in outcome.events] == ["SpeculationDisabled"]
+    assert outcome.status.policy_state["current"]["enabled"] is False
+    assert outcome.status.signals is not None and outcome.status.signals.acceptance_length == 2.1
+
+
+def test_recommendation_changes_nothing_but_says_so_once() -> None:
+    first = _fold(_decision(Action.DISABLE, Reason.LOSS, SpecConfig.off(), applied=False))
+    assert first.apply is None
+    assert [e.reason for e in first.events] == ["Recommendation"]
+    again = _fold(_decision(Action.DISABLE, Reason.LOSS, SpecConfig.off(), applied=False), first.status)
+    assert again.events == []
+
+
+def test_repeated_holds_do_not_flood_history() -> None:
+    status = SpecDecodeDeploymentStatus()
+    for _ in range(5):
+        status = _fold(_decision(Action.HOLD, Reason.STEADY, ON), status).status
+    assert len(status.decisions) == 1
+    status = _fold(_decision(Action.HOLD, Reason.DWELL, ON), status).status
+    assert len(status.decisions) == 2
+
+
+def test_history_is_bounded() -> None:
+    status = SpecDecodeDeploymentStatus()
+    for i in range(DECISIONS_KEPT + 5):
+        target = SpecConfig(enabled=True, k=1 + i % 3)
+        status = _fold(_decision(Action.SET_K, Reason.GAIN, target), status).status
+    assert len(status.decisions) == DECISIONS_KEPT
+
+
+def test_unavailable_metrics_set_the_condition_with_the_reason() -> None:
+    outcome = _fold(
+        _decision(Action.HOLD, Reason.METRICS_MISSING, ON),
+        signals=Unavailable("PrometheusUnreachable", "connection refused"),
+    )
+    condition = next(c for c in outcome.status.conditions if c.type == "MetricsAvailable")
+    assert (condition.status, condition.reason) == ("False", "PrometheusUnreachable")
+    assert condition.message == "connection refused"
+
+
+def test_state_conversions_round_trip() -> None:
+    table = SpecConfig(enabled=True, k=5, schedule=((16, 5), (64, 3), (128, 0)))
+    for config in (SpecConfig.off(), ON, table):
+        state = to_speculation_state(config, "eagle3", "r", "t")
+        assert isinstance(state, SpeculationState)
+        assert to_spec_config(state) == config
