@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import http.server
+import shutil
 import statistics
 import tempfile
 import threading
@@ -24,7 +25,7 @@ from specfleet.operator.signals.model import FleetTarget, LabelMapping, SignalsR
 from specfleet.operator.signals.prometheus import PrometheusConfig, PrometheusReader, iso_time
 from specfleet.operator.signals.promql import build_queries, deployment_matchers, parse_results
 from specfleet.operator.signals.rates import fleet_signals
-from tests.fixtures.prometheus import start_prometheus, stop
+from tests.fixtures.prometheus import PrometheusServer
 
 SIZES = (10, 100, 1000)
 NAMESPACES_PER_GROUP = 5
@@ -71,9 +72,7 @@ def serve(lines: list[tuple[str, float]]) -> http.server.ThreadingHTTPServer:
         def do_GET(self) -> None:
             elapsed = time.time() - started
             # Negative "rates" mark gauges: their value is constant.
-            body = "".join(
-                f"{series} {-rate if rate < 0 else rate * elapsed}\n" for series, rate in lines
-            ).encode()
+            body = "".join(f"{series} {-rate if rate < 0 else rate * elapsed}\n" for series, rate in lines).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4")
             self.send_header("Content-Length", str(len(body)))
@@ -101,9 +100,7 @@ async def per_deployment_tick(
     at = time.time()
     results: dict[tuple[str, str], SignalsResult] = {}
     for target in targets:
-        answered, failed = await reader.run(
-            build_queries(deployment_matchers(target, LABELS), LABELS, window), at
-        )
+        answered, failed = await reader.run(build_queries(deployment_matchers(target, LABELS), LABELS, window), at)
         stats = parse_results(answered, LABELS)
         results.update(fleet_signals(stats, [target], window, iso_time(at), sorted(failed)))
     return results
@@ -132,9 +129,7 @@ def row(label: str, batched: Sequence[object], naive: Sequence[object]) -> str:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pods", type=int, default=2, help="pods per deployment")
     parser.add_argument("--window", type=float, default=30.0, help="rate window, seconds")
     parser.add_argument("--interval", type=float, default=5.0, help="scrape interval, seconds")
@@ -143,7 +138,10 @@ async def main() -> None:
     lines = [line for size in SIZES for line in series_lines(fleet(size), args.pods)]
     exporter = serve(lines)
     with tempfile.TemporaryDirectory() as base:
-        process, prometheus = start_prometheus(Path(base), honor_labels=True, interval=args.interval)
+        binary = shutil.which("prometheus")
+        if binary is None:
+            raise SystemExit("the prometheus binary is not on PATH (scripts/install-deps.sh installs it)")
+        prometheus = PrometheusServer(Path(base), binary, interval=args.interval, honor_labels=True)
         try:
             prometheus.set_targets("bench", [(f"127.0.0.1:{exporter.server_address[1]}", {})])
             deployments = sum(SIZES)
@@ -162,7 +160,7 @@ async def main() -> None:
                 naive = await measure(reader, per_deployment_tick, targets, args.window, 1)
                 print(row(str(size), batched, naive))
         finally:
-            stop(process)
+            prometheus.stop()
             exporter.shutdown()
 
 

@@ -19,9 +19,7 @@ from specfleet.operator.simulator.traces import builtin_trace
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--replicas", type=int, default=4)
     parser.add_argument("--qps-per-replica", type=float, default=10.0)

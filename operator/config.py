@@ -35,16 +35,45 @@ ENV_PREFIX = "SPECFLEET_"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The operator's flags; each also reads SPECFLEET_<NAME> from the environment."""
-    parser.add_argument("--namespace", action="append", dest="namespaces", help="Namespace to watch (repeatable; default: all). Env SPECFLEET_NAMESPACES (comma-separated).")
-    parser.add_argument("--prometheus-url", help="Default Prometheus URL (default: scrape pods directly). Env SPECFLEET_PROMETHEUS_URL.")
-    parser.add_argument("--log-format", choices=LOG_FORMATS, help="Log format (default plain). Env SPECFLEET_LOG_FORMAT.")
+    parser.add_argument(
+        "--namespace",
+        action="append",
+        dest="namespaces",
+        help="Namespace to watch (repeatable; default: all). Env SPECFLEET_NAMESPACES (comma-separated).",
+    )
+    parser.add_argument(
+        "--prometheus-url",
+        help="Default Prometheus URL (default: scrape pods directly). Env SPECFLEET_PROMETHEUS_URL.",
+    )
+    parser.add_argument(
+        "--log-format", choices=LOG_FORMATS, help="Log format (default plain). Env SPECFLEET_LOG_FORMAT."
+    )
     parser.add_argument("--peering", help="Kopf peering name for HA (default specfleet). Env SPECFLEET_PEERING.")
-    parser.add_argument("--standalone", action="store_true", default=None, help="Run without peering. Env SPECFLEET_STANDALONE=1.")
-    parser.add_argument("--priority", type=int, help="Peering priority (default: random per process). Env SPECFLEET_PRIORITY.")
-    parser.add_argument("--kubeconfig", help="Kubeconfig path (default: in-cluster, then KUBECONFIG). Env SPECFLEET_KUBECONFIG.")
-    parser.add_argument("--health-port", type=int, help="Liveness endpoint port (default 8080). Env SPECFLEET_HEALTH_PORT.")
-    parser.add_argument("--metrics-port", type=int, help="Operator metrics port (default 9090). Env SPECFLEET_METRICS_PORT.")
-    parser.add_argument("--interval", type=float, dest="interval_seconds", help="Evaluation interval in seconds (default 30). Env SPECFLEET_INTERVAL_SECONDS.")
+    parser.add_argument(
+        "--standalone",
+        action="store_true",
+        default=None,
+        help="Run without peering. Env SPECFLEET_STANDALONE=1.",
+    )
+    parser.add_argument(
+        "--priority", type=int, help="Peering priority (default: random per process). Env SPECFLEET_PRIORITY."
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        help="Kubeconfig path (default: in-cluster, then KUBECONFIG). Env SPECFLEET_KUBECONFIG.",
+    )
+    parser.add_argument(
+        "--health-port", type=int, help="Liveness endpoint port (default 8080). Env SPECFLEET_HEALTH_PORT."
+    )
+    parser.add_argument(
+        "--metrics-port", type=int, help="Operator metrics port (default 9090). Env SPECFLEET_METRICS_PORT."
+    )
+    parser.add_argument(
+        "--interval",
+        type=float,
+        dest="interval_seconds",
+        help="Evaluation interval in seconds (default 30). Env SPECFLEET_INTERVAL_SECONDS.",
+    )
     parser.add_argument("--verbose", action="store_true", default=None, help="Debug logging.")
 
 

@@ -105,9 +105,7 @@ class KubeApi:
         ref = Ref.of(obj)
         return await self._call("POST", Ref(ref.api_version, ref.kind, ref.namespace).path(), obj)
 
-    async def patch(
-        self, ref: Ref, patch: dict[str, Any], subresource: str | None = None
-    ) -> dict[str, Any]:
+    async def patch(self, ref: Ref, patch: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
         return await self._call("PATCH", ref.path(subresource), patch, content_type=MERGE_PATCH)
 
     async def _call(

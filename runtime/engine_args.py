@@ -116,9 +116,7 @@ def _validate_schedule(schedule: Sequence[tuple[int, int]], k: int) -> None:
         if batch <= previous:
             raise EngineConfigError(f"speculative.{SCHEDULE_KEY}: batch sizes must be positive and ascending")
         if not 0 <= rows_k <= k:
-            raise EngineConfigError(
-                f"speculative.{SCHEDULE_KEY}: k={rows_k} at batch {batch} is outside 0..{k}"
-            )
+            raise EngineConfigError(f"speculative.{SCHEDULE_KEY}: k={rows_k} at batch {batch} is outside 0..{k}")
         previous = batch
 
 
@@ -147,9 +145,7 @@ class EngineConfig:
         if self.speculative is not None:
             self.speculative.validate()
             if self.speculative.schedule and self.data_parallel_size != 1:
-                raise EngineConfigError(
-                    f"speculative.{SCHEDULE_KEY}: vLLM ignores the table under data parallelism"
-                )
+                raise EngineConfigError(f"speculative.{SCHEDULE_KEY}: vLLM ignores the table under data parallelism")
         for arg in self.extra_args:
             if managed_flag_in(arg):
                 raise EngineConfigError(f"extra args: {arg.split('=')[0]} is managed by the operator")

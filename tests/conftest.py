@@ -4,4 +4,8 @@ from __future__ import annotations
 
 pytest_plugins = [
     "tests.fixtures.operator",
-    "tests.fixtures.deps", "tests.fixtures.cluster", "tests.fixtures.vllm", "tests.fixtures.prometheus"]
+    "tests.fixtures.deps",
+    "tests.fixtures.cluster",
+    "tests.fixtures.vllm",
+    "tests.fixtures.prometheus",
+]

@@ -54,9 +54,7 @@ def _flag_alternatives() -> str:
 
 
 # One regex, used both by the CRD's CEL rule and by the Python validator, so they cannot disagree.
-MANAGED_FLAG_CEL_REGEX = (
-    r"^(--(" + _flag_alternatives() + r")|" + "|".join(_SHORT_ALIASES) + r")(=.*)?$"
-)
+MANAGED_FLAG_CEL_REGEX = r"^(--(" + _flag_alternatives() + r")|" + "|".join(_SHORT_ALIASES) + r")(=.*)?$"
 _MANAGED_FLAG_RE = re.compile(MANAGED_FLAG_CEL_REGEX)
 
 

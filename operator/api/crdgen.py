@@ -45,17 +45,42 @@ _KEPT_KEYWORDS = {
 }
 
 SDD_PRINTER_COLUMNS = [
-    {"name": "Mode", "type": "string", "jsonPath": ".spec.speculation.mode", "description": "Speculation mode."},
-    {"name": "Method", "type": "string", "jsonPath": ".spec.speculation.method", "description": "Draft method."},
-    {"name": "Spec", "type": "boolean", "jsonPath": ".status.speculation.enabled", "description": "Speculating now."},
-    {"name": "K", "type": "integer", "jsonPath": ".status.speculation.k", "description": "Draft tokens per step."},
+    {
+        "name": "Mode",
+        "type": "string",
+        "jsonPath": ".spec.speculation.mode",
+        "description": "Speculation mode.",
+    },
+    {
+        "name": "Method",
+        "type": "string",
+        "jsonPath": ".spec.speculation.method",
+        "description": "Draft method.",
+    },
+    {
+        "name": "Spec",
+        "type": "boolean",
+        "jsonPath": ".status.speculation.enabled",
+        "description": "Speculating now.",
+    },
+    {
+        "name": "K",
+        "type": "integer",
+        "jsonPath": ".status.speculation.k",
+        "description": "Draft tokens per step.",
+    },
     {
         "name": "Accept-Len",
         "type": "number",
         "jsonPath": ".status.signals.acceptanceLength",
         "description": "Mean acceptance length over the last window.",
     },
-    {"name": "QPS", "type": "number", "jsonPath": ".status.signals.qps", "description": "Completed requests/s."},
+    {
+        "name": "QPS",
+        "type": "number",
+        "jsonPath": ".status.signals.qps",
+        "description": "Completed requests/s.",
+    },
     {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas", "description": "Ready pods."},
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]

@@ -49,13 +49,22 @@ class PolicySpec(BaseModel):
         default=None, ge=10, le=86400, description="Rate window of the signals (default 120)."
     )
     enable_margin: float | None = Field(
-        default=None, ge=0, le=2, description="Speculation turns on when predicted speed-up exceeds 1 + this (default 0.10)."
+        default=None,
+        ge=0,
+        le=2,
+        description="Speculation turns on when predicted speed-up exceeds 1 + this (default 0.10).",
     )
     disable_margin: float | None = Field(
-        default=None, ge=-0.5, le=2, description="Speculation turns off when predicted speed-up falls below 1 + this (default 0.02)."
+        default=None,
+        ge=-0.5,
+        le=2,
+        description="Speculation turns off when predicted speed-up falls below 1 + this (default 0.02).",
     )
     dwell_seconds: int | None = Field(
-        default=None, ge=0, le=86400, description="How long a condition must hold before acting (default 120)."
+        default=None,
+        ge=0,
+        le=86400,
+        description="How long a condition must hold before acting (default 120).",
     )
     cooldown_seconds: int | None = Field(
         default=None, ge=0, le=86400, description="Minimum time between restart-bound changes (default 600)."
@@ -64,41 +73,69 @@ class PolicySpec(BaseModel):
         default=None, ge=0, le=60, description="Restart-bound changes allowed per rolling hour (default 2)."
     )
     restart_cost_seconds: float | None = Field(
-        default=None, ge=0, le=3600, description="Capacity-seconds a rolling restart costs per replica (default 90)."
+        default=None,
+        ge=0,
+        le=3600,
+        description="Capacity-seconds a rolling restart costs per replica (default 90).",
     )
     expected_dwell_seconds: float | None = Field(
-        default=None, ge=0, le=86400, description="How long a new configuration is expected to last (default 1800)."
+        default=None,
+        ge=0,
+        le=86400,
+        description="How long a new configuration is expected to last (default 1800).",
     )
     fallback: Fallback | None = Field(
         default=None, description="What to do when metrics are unavailable: Hold (default) or Off."
     )
     metrics_missing_intervals: int | None = Field(
-        default=None, ge=1, le=100, description="Intervals without metrics before the fallback applies (default 3)."
+        default=None,
+        ge=1,
+        le=100,
+        description="Intervals without metrics before the fallback applies (default 3).",
     )
     collapse_acceptance_length: float | None = Field(
-        default=None, ge=1, le=17, description="Acceptance length below which speculation is switched off (default 1.3)."
+        default=None,
+        ge=1,
+        le=17,
+        description="Acceptance length below which speculation is switched off (default 1.3).",
     )
     min_k: int | None = Field(default=None, ge=1, le=MAX_K, description="Smallest k the policy may choose (default 1).")
     max_k: int | None = Field(
-        default=None, ge=1, le=MAX_K, description="Largest k the policy may choose (default: the deployment's max)."
+        default=None,
+        ge=1,
+        le=MAX_K,
+        description="Largest k the policy may choose (default: the deployment's max).",
     )
     min_samples: int | None = Field(
-        default=None, ge=0, le=1_000_000, description="Verify rounds needed before acting on acceptance (default 50)."
+        default=None,
+        ge=0,
+        le=1_000_000,
+        description="Verify rounds needed before acting on acceptance (default 50).",
     )
     min_pods: int | None = Field(
         default=None, ge=0, le=1000, description="Pods that must report before acting (default 1)."
     )
     verification_windows: int | None = Field(
-        default=None, ge=1, le=100, description="Windows after a change in which TPOT must match the prediction (default 2)."
+        default=None,
+        ge=1,
+        le=100,
+        description="Windows after a change in which TPOT must match the prediction (default 2).",
     )
     rollback_tolerance: float | None = Field(
-        default=None, ge=0, le=10, description="Relative TPOT regression beyond the prediction that triggers rollback (default 0.15)."
+        default=None,
+        ge=0,
+        le=10,
+        description="Relative TPOT regression beyond the prediction that triggers rollback (default 0.15).",
     )
     ready_deadline_seconds: int | None = Field(
-        default=None, ge=30, le=86400, description="Time new pods have to become Ready before rollback (default 900)."
+        default=None,
+        ge=30,
+        le=86400,
+        description="Time new pods have to become Ready before rollback (default 900).",
     )
     schedule: bool | None = Field(
-        default=None, description="Render vLLM's batch-size→k table where the topology allows it (default true)."
+        default=None,
+        description="Render vLLM's batch-size→k table where the topology allows it (default true).",
     )
 
     @model_validator(mode="after")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-from pydantic.config import JsonDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic.config import JsonDict
 
 from specfleet.operator.api.constants import (
     MANAGED_ENGINE_FLAGS,
@@ -83,7 +83,10 @@ class ModelSpec(ApiModel):
         default=None, description="Name clients use in requests; defaults to `name`.", max_length=253
     )
     tensor_parallel_size: int = Field(
-        default=1, ge=1, le=64, description="GPUs per replica the model is sharded across (vLLM --tensor-parallel-size)."
+        default=1,
+        ge=1,
+        le=64,
+        description="GPUs per replica the model is sharded across (vLLM --tensor-parallel-size).",
     )
     data_parallel_size: int = Field(
         default=1,
@@ -98,7 +101,7 @@ class ModelSpec(ApiModel):
         default=None,
         gt=0,
         le=10_000,
-        description="Parameter count in billions; seeds the cost model's roofline prior. Guessed from the name if unset.",
+        description="Parameter count in billions; seeds the cost model's prior (else guessed from the name).",
     )
 
 
@@ -155,9 +158,7 @@ class SpeculationSpec(ApiModel):
         if method not in METHODS_NEEDING_DRAFT and self.draft_model:
             raise ValueError(DRAFT_REFUSED)
         if self.num_speculative_tokens > self.max_speculative_tokens:
-            raise ValueError(
-                f"{K_ABOVE_MAX} ({self.num_speculative_tokens} > {self.max_speculative_tokens})"
-            )
+            raise ValueError(f"{K_ABOVE_MAX} ({self.num_speculative_tokens} > {self.max_speculative_tokens})")
         return self
 
 
@@ -190,7 +191,8 @@ class Toleration(ApiModel):
     operator: str | None = Field(default=None, description="Exists or Equal.", pattern=r"^(Exists|Equal)$")
     value: str | None = Field(default=None, description="Taint value to match.", max_length=63)
     effect: str | None = Field(
-        default=None, description="NoSchedule, PreferNoSchedule or NoExecute.",
+        default=None,
+        description="NoSchedule, PreferNoSchedule or NoExecute.",
         pattern=r"^(NoSchedule|PreferNoSchedule|NoExecute)$",
     )
     toleration_seconds: int | None = Field(default=None, description="How long a NoExecute taint is tolerated.")
@@ -201,7 +203,8 @@ class ResourceRequirements(ApiModel):
 
     requests: dict[str, Quantity] = Field(default_factory=dict, description="Minimum resources.")
     limits: dict[str, Quantity] = Field(
-        default_factory=dict, description="Maximum resources; `nvidia.com/gpu` defaults to tensorParallelSize."
+        default_factory=dict,
+        description="Maximum resources; `nvidia.com/gpu` defaults to tensorParallelSize.",
     )
 
 
@@ -234,7 +237,8 @@ class RuntimeSpec(ApiModel):
         description="GPU type (H100, H200, ...); selects the cost model's hardware profile.",
     )
     resources: ResourceRequirements = Field(
-        default_factory=ResourceRequirements, description="Container resources (GPUs default to tensorParallelSize)."
+        default_factory=ResourceRequirements,
+        description="Container resources (GPUs default to tensorParallelSize).",
     )
     env: list[EnvVar] = Field(default_factory=list, description="Extra environment variables.", max_length=128)
     node_selector: dict[str, str] = Field(default_factory=dict, description="Node labels the pods must match.")
@@ -242,14 +246,20 @@ class RuntimeSpec(ApiModel):
     extra_args: list[Annotated[str, Field(max_length=4096)]] = Field(
         default_factory=list,
         max_length=128,
-        description="Extra vLLM arguments; may not set flags the operator manages (model, parallelism, speculation, port).",
+        description="Extra vLLM arguments; may not set the flags the operator manages (model, parallelism, port...).",
     )
     port: int = Field(default=8000, ge=1024, le=65535, description="Port the OpenAI-compatible server listens on.")
     termination_grace_period_seconds: int = Field(
-        default=120, ge=5, le=3600, description="Time a pod gets to drain in-flight requests before it is killed."
+        default=120,
+        ge=5,
+        le=3600,
+        description="Time a pod gets to drain in-flight requests before it is killed.",
     )
     startup_timeout_seconds: int = Field(
-        default=1800, ge=30, le=14400, description="How long a pod may take to load the model before liveness applies."
+        default=1800,
+        ge=30,
+        le=14400,
+        description="How long a pod may take to load the model before liveness applies.",
     )
 
     @model_validator(mode="after")
@@ -374,7 +384,8 @@ class Signals(ApiModel):
     samples: int | None = Field(default=None, description="Samples backing the acceptance figures.")
     evidence: SignalsEvidence | None = Field(default=None, description="Data behind each signal group.")
     missing: list[str] | None = Field(
-        default=None, description="Signal queries that failed this window (partial answer); their fields are unset."
+        default=None,
+        description="Signal queries that failed this window (partial answer); their fields are unset.",
     )
 
 
@@ -386,9 +397,14 @@ class Decision(ApiModel):
     k: int | None = Field(default=None, description="k after the decision.")
     applied: bool = Field(default=True, description="False in Recommend mode or while paused.")
     reason: str = Field(description="One-line explanation.")
-    inputs: dict[str, float | int | str | None] = Field(
-        default_factory=dict, description="Signals and predictions the decision used."
+    inputs: dict[str, float | int | str] = Field(
+        default_factory=dict, description="Signals and predictions the decision used (unknown ones left out)."
     )
+
+    @field_validator("inputs", mode="before")
+    @classmethod
+    def _drop_unknown_inputs(cls, value: Any) -> Any:
+        return {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else value
 
 
 class SpecDecodeDeploymentStatus(ApiModel):
@@ -399,6 +415,7 @@ class SpecDecodeDeploymentStatus(ApiModel):
     observed_generation: int | None = Field(default=None, description="Generation last reconciled.")
     replicas: int = Field(default=0, description="Pods that exist.")
     ready_replicas: int = Field(default=0, description="Pods that are ready.")
+    updated_replicas: int = Field(default=0, description="Pods running the current configuration.")
     selector: str | None = Field(default=None, description="Label selector of the pods (scale subresource).")
     mode: SpeculationMode | None = Field(default=None, description="Effective speculation mode.")
     speculation: SpeculationState | None = Field(default=None, description="Running speculation config.")

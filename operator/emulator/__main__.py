@@ -13,9 +13,7 @@ from specfleet.operator.emulator.server import EmulatorServer
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="specfleet emulator", description="Serve a Kubernetes API emulator."
-    )
+    parser = argparse.ArgumentParser(prog="specfleet emulator", description="Serve a Kubernetes API emulator.")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=6443, help="0 picks a free port")
     parser.add_argument(

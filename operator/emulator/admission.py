@@ -20,10 +20,7 @@ def admit(rt: ResourceType, obj: dict[str, Any]) -> None:
         terminating = bool(obj["metadata"].get("deletionTimestamp"))
         obj["status"] = {"phase": "Terminating" if terminating else "Active"}
     elif (rt.group, rt.plural) == ("", "secrets") and "stringData" in obj:
-        encoded = {
-            key: base64.b64encode(str(value).encode()).decode()
-            for key, value in obj.pop("stringData").items()
-        }
+        encoded = {key: base64.b64encode(str(value).encode()).decode() for key, value in obj.pop("stringData").items()}
         obj["data"] = {**(obj.get("data") or {}), **encoded}
     elif is_crd(rt):
         _check_crd(rt, obj)
@@ -76,6 +73,5 @@ def _crd_status(crd: dict[str, Any]) -> dict[str, Any]:
                 "message": "the initial names have been accepted",
             },
         ],
-        "storedVersions": [v["name"] for v in spec["versions"] if v.get("storage")]
-        or [spec["versions"][0]["name"]],
+        "storedVersions": [v["name"] for v in spec["versions"] if v.get("storage")] or [spec["versions"][0]["name"]],
     }

@@ -27,9 +27,7 @@ def _program(expression: str) -> Any:
 
 def _evaluate(expression: str, activation: dict[str, Any]) -> Any:
     """The rule's result; evaluation errors come back as exceptions, whichever way celpy reports them."""
-    result = _program(expression).evaluate(
-        {key: celpy.json_to_cel(value) for key, value in activation.items()}
-    )
+    result = _program(expression).evaluate({key: celpy.json_to_cel(value) for key, value in activation.items()})
     if isinstance(result, Exception):
         raise result
     return result

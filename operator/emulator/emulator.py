@@ -128,9 +128,7 @@ class KubeEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         fallback reaction itself, so a bare payload would inherit the status of the previous answer.
         """
         status, payload = self._answer(request)
-        return rendering.Response(
-            status=status, headers={"Content-Type": "application/json"}, payload=payload
-        )
+        return rendering.Response(status=status, headers={"Content-Type": "application/json"}, payload=payload)
 
     def _answer(self, request: rendering.Request) -> tuple[int, Any]:
         path = request.url.path
@@ -141,11 +139,7 @@ class KubeEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
                 raise errors.unknown_resource(path)
             return 200, document
         rt = self.store.registry.find(api.group or "", api.version or "", api.plural or "")
-        if (
-            rt is None
-            or (api.namespace and not rt.namespaced)
-            or api.subresource not in (None, *rt.subresources)
-        ):
+        if rt is None or (api.namespace and not rt.namespaced) or api.subresource not in (None, *rt.subresources):
             raise errors.unknown_resource(path)
         query = dict(request.params)
         verb = verb_of(request.method, api, query)
@@ -154,18 +148,12 @@ class KubeEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         applies = request.headers.get("Content-Type", "").startswith(APPLY_PATCH)
         creates = verb == "create" or (applies and not self.store.exists(rt, api.namespace, api.name or ""))
         result = self._dispatch(verb, rt, api, request)
-        if (
-            verb in ("get", "list")
-            and tables.wants_table(request.headers.get("Accept", ""))
-            and not api.subresource
-        ):
+        if verb in ("get", "list") and tables.wants_table(request.headers.get("Accept", "")) and not api.subresource:
             items = result.get("items", [result])
             return 200, tables.table(rt, items, self.store.resource_version)
         return (201 if creates else 200), result
 
-    def _dispatch(
-        self, verb: str, rt: ResourceType, api: ApiPath, request: rendering.Request
-    ) -> dict[str, Any]:
+    def _dispatch(self, verb: str, rt: ResourceType, api: ApiPath, request: rendering.Request) -> dict[str, Any]:
         store, namespace, name, sub = self.store, api.namespace, api.name or "", api.subresource
         query = dict(request.params)
         options = request.data if isinstance(request.data, dict) else {}
@@ -205,9 +193,7 @@ class KubeEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
 
     def _watch(self, rt: ResourceType, api: ApiPath, query: dict[str, str]) -> AsyncIterator[Any]:
         if api.name:  # a watch of one object is a watch of the collection narrowed to its name
-            query["fieldSelector"] = ",".join(
-                filter(None, [query.get("fieldSelector"), f"metadata.name={api.name}"])
-            )
+            query["fieldSelector"] = ",".join(filter(None, [query.get("fieldSelector"), f"metadata.name={api.name}"]))
         selects = _selects(query)
         version = query.get("resourceVersion", "")
         initial = version in ("", "0") or query.get("sendInitialEvents") == "true"
@@ -224,8 +210,7 @@ class KubeEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
             initial=tuple(self.store.select(rt, api.namespace, selects)) if initial else (),
             timeout=float(query["timeoutSeconds"]) if query.get("timeoutSeconds") else None,
             bookmarks=query.get("allowWatchBookmarks") == "true",
-            initial_events_end=query.get("sendInitialEvents") == "true"
-            and query.get("allowWatchBookmarks") == "true",
+            initial_events_end=query.get("sendInitialEvents") == "true" and query.get("allowWatchBookmarks") == "true",
         )
         if since < self.store.log.compacted_rv:
             return _expired(since, self.store.log.compacted_rv)

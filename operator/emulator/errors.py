@@ -59,9 +59,7 @@ def conflict(rt: ResourceType, name: str) -> ApiError:
 
 def invalid(rt: ResourceType, name: str, causes: list[dict[str, str]]) -> ApiError:
     """422 Invalid; each cause has `field`, `reason` and `message` ("Invalid value: ...")."""
-    texts = [
-        f"{cause['field']}: {cause['message']}" if cause["field"] else cause["message"] for cause in causes
-    ]
+    texts = [f"{cause['field']}: {cause['message']}" if cause["field"] else cause["message"] for cause in causes]
     summary = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     kind_group = f"{rt.kind}.{rt.group}" if rt.group else rt.kind
     message = f'{kind_group} "{name}" is invalid: {summary}'

@@ -48,9 +48,7 @@ def keep_system_fields(new: dict[str, Any], old: dict[str, Any]) -> None:
 def content_changed(new: dict[str, Any], old: dict[str, Any], status_is_subresource: bool) -> bool:
     """Whether the spec-like content changed, which bumps `generation` (metadata never does)."""
     ignored = {"metadata", "status"} if status_is_subresource else {"metadata"}
-    return {k: v for k, v in new.items() if k not in ignored} != {
-        k: v for k, v in old.items() if k not in ignored
-    }
+    return {k: v for k, v in new.items() if k not in ignored} != {k: v for k, v in old.items() if k not in ignored}
 
 
 def without_resource_version(obj: dict[str, Any]) -> dict[str, Any]:

@@ -19,9 +19,7 @@ def _peering_crd(kind: str, scope: str) -> dict[str, Any]:
             "scope": scope,
             "group": "kopf.dev",
             "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
-            "versions": [
-                {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}
-            ],
+            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": schema}}],
         },
     }
 

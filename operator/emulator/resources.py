@@ -132,9 +132,7 @@ class Registry:
         return self._types.get((group, version, plural))
 
     def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
-        return next(
-            (rt for rt in self._types.values() if (rt.api_version, rt.kind) == (api_version, kind)), None
-        )
+        return next((rt for rt in self._types.values() if (rt.api_version, rt.kind) == (api_version, kind)), None)
 
     def all(self) -> list[ResourceType]:
         return list(self._types.values())

@@ -101,9 +101,7 @@ def _type_ok(value: Any, schema: Schema) -> bool:
         return True
     if expected == "integer" and isinstance(value, float):
         return value.is_integer()
-    return isinstance(value, _TYPES.get(expected, (object,))) and (
-        expected == "boolean" or not isinstance(value, bool)
-    )
+    return isinstance(value, _TYPES.get(expected, (object,))) and (expected == "boolean" or not isinstance(value, bool))
 
 
 def _bounds(value: Any, schema: Schema, path: str) -> list[Cause]:
@@ -114,25 +112,19 @@ def _bounds(value: Any, schema: Schema, path: str) -> list[Cause]:
             exclusive = schema.get("exclusiveMinimum")
             if value < schema["minimum"] or (exclusive and value == schema["minimum"]):
                 relation = "greater than" if exclusive else "greater than or equal to"
-                causes.append(
-                    cause(path, "FieldValueInvalid", f"{bad} should be {relation} {schema['minimum']}")
-                )
+                causes.append(cause(path, "FieldValueInvalid", f"{bad} should be {relation} {schema['minimum']}"))
         if "maximum" in schema:
             exclusive = schema.get("exclusiveMaximum")
             if value > schema["maximum"] or (exclusive and value == schema["maximum"]):
                 relation = "less than" if exclusive else "less than or equal to"
-                causes.append(
-                    cause(path, "FieldValueInvalid", f"{bad} should be {relation} {schema['maximum']}")
-                )
+                causes.append(cause(path, "FieldValueInvalid", f"{bad} should be {relation} {schema['maximum']}"))
     if isinstance(value, str):
         if len(value) < schema.get("minLength", 0):
             causes.append(
                 cause(path, "FieldValueInvalid", f"{bad} should be at least {schema['minLength']} chars long")
             )
         if "maxLength" in schema and len(value) > schema["maxLength"]:
-            causes.append(
-                cause(path, "FieldValueTooLong", f"Too long: may not be longer than {schema['maxLength']}")
-            )
+            causes.append(cause(path, "FieldValueTooLong", f"Too long: may not be longer than {schema['maxLength']}"))
         if "pattern" in schema and not re.search(schema["pattern"], value):
             causes.append(cause(path, "FieldValueInvalid", f"{bad} should match '{schema['pattern']}'"))
     if isinstance(value, list):
@@ -140,9 +132,7 @@ def _bounds(value: Any, schema: Schema, path: str) -> list[Cause]:
             message = f"Too many: {len(value)}: must have at most {schema['maxItems']} items"
             causes.append(cause(path, "FieldValueTooMany", message))
         if len(value) < schema.get("minItems", 0):
-            message = (
-                f"Invalid value: {len(value)}: {path} in body should have at least {schema['minItems']} items"
-            )
+            message = f"Invalid value: {len(value)}: {path} in body should have at least {schema['minItems']} items"
             causes.append(cause(path, "FieldValueInvalid", message))
     if isinstance(value, dict) and "maxProperties" in schema and len(value) > schema["maxProperties"]:
         message = f"Too many: {len(value)}: must have at most {schema['maxProperties']} items"
@@ -164,9 +154,7 @@ def validate(value: Any, schema: Schema, path: str = "") -> list[Cause]:
         ]
     if not _type_ok(value, schema):
         actual = shown(value).strip('"') if isinstance(value, dict | list) else type_name(value)
-        message = (
-            f'Invalid value: "{actual}": {path} in body must be of type {schema.get("type")}: "{actual}"'
-        )
+        message = f'Invalid value: "{actual}": {path} in body must be of type {schema.get("type")}: "{actual}"'
         return [cause(path, "FieldValueInvalid", message)]
     causes: list[Cause] = []
     if "enum" in schema and value not in schema["enum"]:

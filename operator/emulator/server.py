@@ -169,15 +169,11 @@ class EmulatorServer:
         documents = [doc for file in files for doc in yaml.safe_load_all(file.read_text())]
         return [self.apply(doc) for doc in documents if isinstance(doc, dict)]
 
-    def get(
-        self, api_version: str, kind_plural: str, name: str, namespace: str | None = None
-    ) -> dict[str, Any] | None:
+    def get(self, api_version: str, kind_plural: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """The stored object, or None; `kind_plural` is the resource's plural name (`deployments`)."""
         rt = self._type(api_version, plural=kind_plural)
         store = self.emulator.store
-        return self._call(
-            lambda: store.get(rt, namespace, name) if store.exists(rt, namespace, name) else None
-        )
+        return self._call(lambda: store.get(rt, namespace, name) if store.exists(rt, namespace, name) else None)
 
     @property
     def requests(self) -> list[RecordedRequest]:

@@ -89,9 +89,7 @@ class Store:
 
     # --- writing -------------------------------------------------------------------------------
 
-    def _commit(
-        self, rt: ResourceType, kind: str, new: dict[str, Any], old: dict[str, Any] | None
-    ) -> dict[str, Any]:
+    def _commit(self, rt: ResourceType, kind: str, new: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
         self._rv += 1
         stored = self.view(rt, new)
         _meta(stored)["resourceVersion"] = str(self._rv)
@@ -152,8 +150,7 @@ class Store:
         candidate = self._checked_body(rt, body)
         if _meta(candidate).get("name", name) != name:
             raise errors.bad_request(
-                f"the name of the object ({candidate['metadata']['name']}) "
-                f"does not match the name on the URL ({name})"
+                f"the name of the object ({candidate['metadata']['name']}) does not match the name on the URL ({name})"
             )
         self._place(rt, candidate, namespace)
         return self._write(rt, old, candidate, subresource)
@@ -179,9 +176,7 @@ class Store:
     def scale(self, rt: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
         return scale_of(self._scale_paths(rt), self._existing(rt, namespace, name))
 
-    def delete(
-        self, rt: ResourceType, namespace: str | None, name: str, options: dict[str, Any]
-    ) -> dict[str, Any]:
+    def delete(self, rt: ResourceType, namespace: str | None, name: str, options: dict[str, Any]) -> dict[str, Any]:
         """DELETE: mark if finalizers hold the object, remove otherwise (and collect its dependents)."""
         old = self._existing(rt, namespace, name)
         preconditions = options.get("preconditions") or {}
@@ -223,8 +218,7 @@ class Store:
                     f"the API version in the data ({body.get('apiVersion')}) "
                     f"does not match the expected API version ({rt.api_version})"
                     if field == "apiVersion"
-                    else f"the kind in the data ({body.get('kind')}) "
-                    f"does not match the expected kind ({rt.kind})"
+                    else f"the kind in the data ({body.get('kind')}) does not match the expected kind ({rt.kind})"
                 )
         return {**copy.deepcopy(body), "apiVersion": rt.api_version, "kind": rt.kind}
 

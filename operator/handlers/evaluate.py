@@ -16,9 +16,9 @@ from specfleet.operator.api.types import (
     SpeculationState,
 )
 from specfleet.operator.handlers.context import OperatorContext, now_iso
-from specfleet.operator.handlers.fleet import EventNote, SyncResult, sync_fleet
+from specfleet.operator.handlers.fleet import EventNote, SyncResult, hashed_speculation, sync_fleet
 from specfleet.operator.handlers.signals_hub import Watched, source_of
-from specfleet.operator.kubeapi import Ref
+from specfleet.operator.kubeapi import Ref, sdd_ref
 from specfleet.operator.policy.context import Fleet, build_context, initial_state
 from specfleet.operator.policy.decide import decide
 from specfleet.operator.policy.resolve import ResolvedPolicy, resolve_policy
@@ -29,7 +29,7 @@ from specfleet.operator.status.evaluation import fold_evaluation, to_spec_config
 from specfleet.operator.status.fleet import DEGRADED
 
 
-class PolicyMissing(LookupError):
+class PolicyNotFoundError(LookupError):
     """The referenced SpeculationPolicy does not exist."""
 
 
@@ -42,12 +42,20 @@ async def resolve(ctx: OperatorContext, namespace: str, spec: SpecDecodeDeployme
     if spec.policy_ref is not None:
         found = await ctx.api.get(Ref(API_VERSION, POLICY_KIND, namespace, spec.policy_ref.name))
         if found is None:
-            raise PolicyMissing(f"SpeculationPolicy {namespace}/{spec.policy_ref.name} not found")
+            raise PolicyNotFoundError(f"SpeculationPolicy {namespace}/{spec.policy_ref.name} not found")
         referenced = PolicySpec.model_validate(found.get("spec") or {})
     return resolve_policy(referenced, spec.policy, spec.speculation.max_speculative_tokens)
 
 
-def watched(namespace: str, name: str, spec: SpecDecodeDeploymentSpec, config_hash: str, pods: list[PodEndpoint], ctx: OperatorContext, window: float) -> Watched:
+def watched(
+    namespace: str,
+    name: str,
+    spec: SpecDecodeDeploymentSpec,
+    config_hash: str,
+    pods: list[PodEndpoint],
+    ctx: OperatorContext,
+    window: float,
+) -> Watched:
     return Watched(
         target=FleetTarget(namespace, name, config_hash, tuple(pods)),
         source=source_of(namespace, spec.prometheus, ctx.config),
@@ -72,14 +80,16 @@ async def evaluate(
     now = now_iso()
     try:
         policy = await resolve(ctx, namespace, spec)
-    except PolicyMissing as exc:
+    except PolicyNotFoundError as exc:
         return _policy_missing(previous, str(exc), meta.get("generation"), now)
     previous = _policy_found(previous, meta.get("generation"), now)
     if not _due(ctx, (namespace, name), policy):
         return None
     me = watched(namespace, name, spec, running.config_hash, pods, ctx, float(policy.window_seconds))
     signals = await ctx.signals.read(me, fleet)
-    fleet_state = Fleet(spec.replicas, previous.ready_replicas, running.config_hash)
+    # Ready on the new configuration: during a surge rollout the old pods keep readyReplicas up.
+    ready_current = min(previous.updated_replicas, previous.ready_replicas)
+    fleet_state = Fleet(spec.replicas, ready_current, running.config_hash)
     context = build_context(spec, policy, fleet_state, paused=is_paused(body))
     state = _state(previous, running, context)
     started = time.perf_counter()
@@ -88,11 +98,34 @@ async def evaluate(
     notes = [EventNote(n.type, n.reason, n.message) for n in outcome.events]
     result = SyncResult(outcome.status, notes)
     if outcome.apply is not None:
-        applied = await sync_fleet(ctx, {**body, "status": outcome.status.to_api()}, state=outcome.apply)
+        ahead = await _record_intent(ctx, body, spec, outcome.status, outcome.apply, now)
+        applied = await sync_fleet(ctx, {**body, "status": ahead.to_api()}, state=outcome.apply)
         result = SyncResult(applied.status, notes + applied.events)
-    ctx.metrics.record(namespace, name, decision, result.status.speculation or running, not isinstance(signals, Unavailable))
+    ctx.metrics.record(
+        namespace, name, decision, result.status.speculation or running, not isinstance(signals, Unavailable)
+    )
     ctx.metrics.evaluation_seconds.observe(time.perf_counter() - started)
     return result
+
+
+async def _record_intent(
+    ctx: OperatorContext,
+    body: dict[str, Any],
+    spec: SpecDecodeDeploymentSpec,
+    status: SpecDecodeDeploymentStatus,
+    target: SpeculationState,
+    now: str,
+) -> SpecDecodeDeploymentStatus:
+    """Persist the decision and the configuration it asks for before any pod changes (a write-ahead).
+
+    Killed after this, a restarted operator resumes towards the new configuration; killed before, the
+    decision never happened. Without it a kill between the rollout and Kopf's status patch left the old
+    configuration in status, and the restart rolled the fleet back, then the policy rolled it forward again.
+    """
+    ahead = status.model_copy(update={"speculation": hashed_speculation(spec, target, now)})
+    meta = body["metadata"]
+    await ctx.api.patch(sdd_ref(meta.get("namespace", "default"), meta["name"]), {"status": ahead.to_api()}, "status")
+    return ahead
 
 
 def _due(ctx: OperatorContext, key: tuple[str, str], policy: ResolvedPolicy) -> bool:
@@ -124,6 +157,8 @@ def _policy_found(previous: SpecDecodeDeploymentStatus, generation: int | None, 
 
 def _policy_missing(previous: SpecDecodeDeploymentStatus, message: str, generation: int | None, now: str) -> SyncResult:
     already = any(c.type == DEGRADED and c.reason == "PolicyNotFound" for c in previous.conditions)
-    conditions = set_condition(previous.conditions, DEGRADED, True, "PolicyNotFound", f"{message}; holding", now, generation)
+    conditions = set_condition(
+        previous.conditions, DEGRADED, True, "PolicyNotFound", f"{message}; holding", now, generation
+    )
     events = [] if already else [EventNote("Warning", "PolicyNotFound", f"{message}; no change until it exists")]
     return SyncResult(previous.model_copy(update={"conditions": conditions}), events)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specfleet.operator.api.parse import InvalidSpecError, parse_spec
-from specfleet.operator.api.types import SpecDecodeDeploymentStatus, SpeculationState
+from specfleet.operator.api.types import SpecDecodeDeploymentSpec, SpecDecodeDeploymentStatus, SpeculationState
 from specfleet.operator.handlers.children import Outcome, apply_child
 from specfleet.operator.handlers.context import OperatorContext, now_iso
 from specfleet.operator.render.children import render_children
@@ -57,10 +57,8 @@ async def sync_fleet(
         warnings = [] if already_reported else [EventNote("Warning", "InvalidSpec", message)]
         return SyncResult(invalid_status(previous, message, generation, now), warnings)
     current = state or (None if restart_from_spec else previous.speculation) or initial_speculation(spec)
-    pinned = pinned_speculation(spec, current)
-    config_hash = engine_config(spec, pinned).config_hash()
-    if pinned.config_hash != config_hash:
-        pinned = pinned.model_copy(update={"config_hash": config_hash, "since": now})
+    pinned = hashed_speculation(spec, current, now)
+    config_hash = str(pinned.config_hash)
     owner = owner_of(body)
     events: list[EventNote] = []
     deployment: dict[str, Any] | None = None
@@ -72,6 +70,15 @@ async def sync_fleet(
             events.append(EventNote("Normal", outcome.value, _child_message(outcome, child, config_hash)))
     status = fleet_status(previous, spec, pinned, deployment, selector_string(owner), generation, now)
     return SyncResult(status, events)
+
+
+def hashed_speculation(spec: SpecDecodeDeploymentSpec, state: SpeculationState, now: str) -> SpeculationState:
+    """`state` with the spec's pins applied and the hash of the engine configuration it renders."""
+    pinned = pinned_speculation(spec, state)
+    config_hash = engine_config(spec, pinned).config_hash()
+    if pinned.config_hash != config_hash:
+        pinned = pinned.model_copy(update={"config_hash": config_hash, "since": now})
+    return pinned
 
 
 def replica_status(body: dict[str, Any], deployment: dict[str, Any]) -> SyncResult:

@@ -20,13 +20,19 @@ class OperatorMetrics:
             registry=self.registry,
         )
         self.rollbacks = Counter(
-            "specfleet_rollbacks_total", "Rollbacks to the last good configuration.", FLEET, registry=self.registry
+            "specfleet_rollbacks_total",
+            "Rollbacks to the last good configuration.",
+            FLEET,
+            registry=self.registry,
         )
         self.enabled = Gauge(
             "specfleet_speculation_enabled", "1 while the fleet speculates.", FLEET, registry=self.registry
         )
         self.k = Gauge(
-            "specfleet_speculation_k", "Draft tokens per step the fleet runs (0 when off).", FLEET, registry=self.registry
+            "specfleet_speculation_k",
+            "Draft tokens per step the fleet runs (0 when off).",
+            FLEET,
+            registry=self.registry,
         )
         self.metrics_available = Gauge(
             "specfleet_metrics_available",
@@ -43,9 +49,7 @@ class OperatorMetrics:
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)
 
-    def record(
-        self, namespace: str, name: str, decision: Decision, running: SpeculationState, available: bool
-    ) -> None:
+    def record(self, namespace: str, name: str, decision: Decision, running: SpeculationState, available: bool) -> None:
         fleet = (namespace, name)
         self.decisions.labels(*fleet, decision.action.value, decision.code.value, str(decision.applied).lower()).inc()
         if decision.action == Action.ROLLBACK and decision.applied:

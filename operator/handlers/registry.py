@@ -9,15 +9,23 @@ from typing import Any
 import kopf
 import kubernetes.client
 
-from specfleet.operator.api.constants import GROUP, LABEL_DEPLOYMENT, LABEL_MANAGED_BY, MANAGER, SDD_PLURAL, VERSION
+from specfleet.operator.api.constants import (
+    GROUP,
+    LABEL_DEPLOYMENT,
+    LABEL_MANAGED_BY,
+    MANAGER,
+    SDD_PLURAL,
+    VERSION,
+)
 from specfleet.operator.api.parse import InvalidSpecError, parse_spec
+from specfleet.operator.api.types import SpecDecodeDeploymentStatus
 from specfleet.operator.config import OperatorConfig
 from specfleet.operator.handlers.context import OperatorContext
 from specfleet.operator.handlers.evaluate import evaluate, watched
-from specfleet.operator.handlers.pods import pod_endpoint
-from specfleet.operator.policy.defaults import WINDOW_SECONDS
 from specfleet.operator.handlers.fleet import SyncResult, replica_status, sync_fleet
-from specfleet.operator.kubeapi import ApiError, sdd_ref
+from specfleet.operator.handlers.pods import pod_endpoint
+from specfleet.operator.kubeapi import ApiError, Ref, sdd_ref
+from specfleet.operator.policy.defaults import WINDOW_SECONDS
 
 SDD = (GROUP, VERSION, SDD_PLURAL)
 DEFAULT_WINDOW = WINDOW_SECONDS
@@ -77,9 +85,15 @@ async def on_evaluate(
         for k, store in fleets.items()
         for w in store
     ]
-    result = await evaluate(ctx, dict(body), pods, peers)
-    if result is None:
-        return
+    # Level-triggered: replica counts are refreshed every tick, whatever Deployment events were missed.
+    current = dict(body)
+    deployment = await ctx.api.get(Ref("apps/v1", "Deployment", key[0], key[1]))
+    refreshed = (
+        replica_status(current, deployment)
+        if deployment is not None
+        else SyncResult(SpecDecodeDeploymentStatus.model_validate(current.get("status") or {}))
+    )
+    result = await evaluate(ctx, {**current, "status": refreshed.status.to_api()}, pods, peers) or refreshed
     patch["status"] = result.status.to_api()
     _post_events(body, result)
 
@@ -119,9 +133,7 @@ def login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
     )
 
 
-async def on_fleet_changed(
-    body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, diff: kopf.Diff, **_: Any
-) -> None:
+async def on_fleet_changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, diff: kopf.Diff, **_: Any) -> None:
     result = await sync_fleet(memo.ctx, dict(body), restart_from_spec=speculation_respecified(diff))
     patch["status"] = result.status.to_api()
     _post_events(body, result)

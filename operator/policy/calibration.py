@@ -61,10 +61,4 @@ class Calibration:
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Mapping[str, float]]) -> Calibration:
-        return cls(
-            {
-                mode: {int(b): float(f) for b, f in table.items()}
-                for mode, table in raw.items()
-                if mode in MODES
-            }
-        )
+        return cls({mode: {int(b): float(f) for b, f in table.items()} for mode, table in raw.items() if mode in MODES})

@@ -143,9 +143,7 @@ def _commit(
 ) -> Decision:
     applied = ctx.mode != SpeculationMode.RECOMMEND
     if proposal.action == Action.HOLD:
-        return Decision(
-            proposal.action, proposal.code, proposal.reason, state.current, applied, inputs, state
-        )
+        return Decision(proposal.action, proposal.code, proposal.reason, state.current, applied, inputs, state)
     if applied:
         # A rollback returns to a configuration already known good: nothing to verify.
         rollback = proposal.action == Action.ROLLBACK

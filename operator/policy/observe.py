@@ -47,9 +47,7 @@ class Observation:
         return {key: round(v, 4) if isinstance(v, float) else v for key, v in values.items()}
 
 
-def learn(
-    now: float, signals: Signals | None, state: PolicyState, ctx: Context
-) -> tuple[PolicyState, Observation]:
+def learn(now: float, signals: Signals | None, state: PolicyState, ctx: Context) -> tuple[PolicyState, Observation]:
     batch = signals.concurrency_per_replica if signals is not None else None
     if signals is None or batch is None:
         state = replace(state, missing_intervals=state.missing_intervals + 1)

@@ -77,6 +77,9 @@ class Verification:
     ready_at: float | None = None
     last_window_at: float | None = None
     ratios: tuple[float, ...] = ()
+    # Rollout progress: the most pods seen Ready on the new config, and when that number last grew.
+    progress_ready: int = 0
+    progress_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,8 @@ def _verification_to_dict(v: Verification | None) -> dict[str, Any] | None:
         "readyAt": v.ready_at,
         "lastWindowAt": v.last_window_at,
         "ratios": list(v.ratios),
+        "progressReady": v.progress_ready,
+        "progressAt": v.progress_at,
     }
 
 
@@ -181,4 +186,6 @@ def _verification_from_dict(raw: Mapping[str, Any] | None) -> Verification | Non
         ready_at=_opt_float(raw.get("readyAt")),
         last_window_at=_opt_float(raw.get("lastWindowAt")),
         ratios=_curve(raw.get("ratios", ())),
+        progress_ready=int(raw.get("progressReady", 0)),
+        progress_at=_opt_float(raw.get("progressAt")),
     )

@@ -13,17 +13,19 @@ from specfleet.operator.policy.proposal import Kind, Proposal
 from specfleet.operator.policy.state import PolicyState, SpecConfig, Verification
 
 
-def verify(
-    now: float, state: PolicyState, obs: Observation, ctx: Context
-) -> tuple[PolicyState, Proposal | None]:
+def verify(now: float, state: PolicyState, obs: Observation, ctx: Context) -> tuple[PolicyState, Proposal | None]:
     """Advance the verification of the last change; a rollback proposal if the change failed it."""
     v = state.verification
     assert v is not None
     policy = ctx.policy
     ready_at = v.ready_at if v.ready_at is not None else (now if ctx.fleet.ready else None)
+    v = _track_progress(now, v, ctx)
     overdue = now - v.since > policy.ready_deadline_seconds
     if ready_at is None:
-        if overdue:
+        # A rolling change of many replicas may take longer than the deadline: it is only late when no new
+        # pod has become Ready for a whole deadline (a crash-looping config stalls at its first pod).
+        stalled = now - (v.progress_at or v.since) > policy.ready_deadline_seconds
+        if stalled:
             fleet = ctx.fleet
             ready = f"{fleet.ready_replicas}/{fleet.replicas}"
             why = f"pods not Ready within {policy.ready_deadline_seconds} s ({ready} ready)"
@@ -41,9 +43,13 @@ def verify(
     return replace(state, verification=v), None
 
 
-def _count_window(
-    now: float, v: Verification, current: SpecConfig, obs: Observation, ctx: Context
-) -> Verification:
+def _track_progress(now: float, v: Verification, ctx: Context) -> Verification:
+    if ctx.fleet.ready_replicas > v.progress_ready:
+        return replace(v, progress_ready=ctx.fleet.ready_replicas, progress_at=now)
+    return v
+
+
+def _count_window(now: float, v: Verification, current: SpecConfig, obs: Observation, ctx: Context) -> Verification:
     """Add a TPOT ratio once a whole window has passed under the new config since the last one counted."""
     start = v.last_window_at if v.last_window_at is not None else v.ready_at
     assert start is not None

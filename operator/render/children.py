@@ -17,8 +17,10 @@ from specfleet.runtime.health import HEALTH_PORT, LIVE_PATH, READY_PATH
 
 GPU_RESOURCE = "nvidia.com/gpu"
 CACHE_DIR = "/cache"
-# Time the runtime keeps for itself after draining, so SIGKILL never lands mid-request.
-DRAIN_MARGIN_SECONDS = 5
+# Endpoints take a few seconds to drop a terminating pod: keep serving meanwhile, then drain.
+PRE_STOP_SLEEP_SECONDS = 5
+# The grace period also covers the pre-stop sleep and vLLM's own stop (up to 10 s after the drain).
+DRAIN_MARGIN_SECONDS = PRE_STOP_SLEEP_SECONDS + 10
 PROBE_PERIOD_SECONDS = 10
 
 
@@ -100,6 +102,7 @@ def _engine_container(spec: SpecDecodeDeploymentSpec, config: EngineConfig, conf
         "startupProbe": _probe(
             LIVE_PATH, failure_threshold=max(1, runtime.startup_timeout_seconds // PROBE_PERIOD_SECONDS)
         ),
+        "lifecycle": {"preStop": {"sleep": {"seconds": PRE_STOP_SLEEP_SECONDS}}},
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,

@@ -18,7 +18,10 @@ ANNOTATION_LAST_APPLIED = f"{GROUP}/last-applied"
 
 def with_last_applied(desired: dict[str, Any]) -> dict[str, Any]:
     """The desired object carrying its own rendering as the last-applied annotation."""
-    annotations = {**desired["metadata"].get("annotations", {}), ANNOTATION_LAST_APPLIED: canonical_json(desired)}
+    annotations = {
+        **desired["metadata"].get("annotations", {}),
+        ANNOTATION_LAST_APPLIED: canonical_json(desired),
+    }
     return {**desired, "metadata": {**desired["metadata"], "annotations": annotations}}
 
 

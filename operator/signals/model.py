@@ -84,9 +84,7 @@ SignalsResult = Signals | Unavailable
 class SignalsReader(Protocol):
     """What the operator calls once per evaluation tick for the whole fleet."""
 
-    async def read(
-        self, targets: Sequence[FleetTarget], window_seconds: float
-    ) -> dict[FleetKey, SignalsResult]: ...
+    async def read(self, targets: Sequence[FleetTarget], window_seconds: float) -> dict[FleetKey, SignalsResult]: ...
 
 
 # The metrics read, by short name -> vLLM name without its `vllm:` / `vllm_` prefix.

@@ -93,9 +93,7 @@ def build_queries(matchers: Sequence[str], labels: LabelMapping, window_seconds:
     def rate(metric: str) -> str:
         return f"rate({_selector(metric, matchers)}[{window}])"
 
-    queries = [
-        Query(f"counter:{name}", f"sum by ({by_pod}) ({rate(metric)})") for name, metric in COUNTERS.items()
-    ]
+    queries = [Query(f"counter:{name}", f"sum by ({by_pod}) ({rate(metric)})") for name, metric in COUNTERS.items()]
     queries.append(Query("position", f"sum by ({group}, position) ({rate(PER_POSITION)})"))
     for name, metric in HISTOGRAMS.items():
         queries.append(Query(f"bucket:{name}", f"sum by ({group}, le) ({rate(metric)})"))
@@ -144,9 +142,7 @@ def _row(row: Any, labels: LabelMapping) -> tuple[ConfigKey, Mapping[str, str], 
     return key, metric, number
 
 
-def _store(
-    stats: WindowStats, query: str, metric: Mapping[str, str], labels: LabelMapping, value: float
-) -> None:
+def _store(stats: WindowStats, query: str, metric: Mapping[str, str], labels: LabelMapping, value: float) -> None:
     kind, _, name = query.partition(":")
     if kind == "counter":
         stats.counters.setdefault(name, {})[metric.get(labels.pod, "")] = value

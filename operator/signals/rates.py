@@ -144,6 +144,12 @@ def window_pods(stats: WindowStats) -> set[str]:
     return pods
 
 
+def has_finite_values(stats: WindowStats) -> bool:
+    """Whether any per-pod counter or gauge of the window is a finite number."""
+    per_pod = (*stats.counters.values(), *stats.gauges.values())
+    return any(math.isfinite(value) for values in per_pod for value in values.values())
+
+
 def to_signals(
     stats: WindowStats, window_seconds: float, config_hash: str, observed_at: str, missing: Sequence[str] = ()
 ) -> Signals:
@@ -161,9 +167,7 @@ def to_signals(
             **load,
             **latency,
             "pods": len(pods),
-            "evidence": SignalsEvidence(
-                acceptance=acceptance_evidence, load=load_evidence, latency=latency_evidence
-            ),
+            "evidence": SignalsEvidence(acceptance=acceptance_evidence, load=load_evidence, latency=latency_evidence),
             "missing": sorted(missing) or None,
         }
     )
@@ -184,6 +188,12 @@ def fleet_signals(
             results[target.key] = Unavailable(
                 "NoSeries",
                 f"no vLLM series for config hash {target.config_hash!r} in the last {window_seconds:g}s",
+            )
+        elif not has_finite_values(found):
+            # Rows came back but none is a number to act on: the data is broken, not a quiet fleet.
+            results[target.key] = Unavailable(
+                "NonFiniteValues",
+                f"every value for config hash {target.config_hash!r} in the last {window_seconds:g}s is NaN or ±Inf",
             )
         else:
             results[target.key] = to_signals(found, window_seconds, target.config_hash, observed_at, missing)

@@ -77,9 +77,7 @@ class ScrapeReader:
         """One snapshot per pod, or the reason it could not be read (text or parse error)."""
         timeout = aiohttp.ClientTimeout(total=self.config.timeout_seconds)
         async with aiohttp.ClientSession(timeout=timeout) as session:
-            outcomes = await asyncio.gather(
-                *(self._fetch(session, pod) for _, pod in pods), return_exceptions=True
-            )
+            outcomes = await asyncio.gather(*(self._fetch(session, pod) for _, pod in pods), return_exceptions=True)
         now = self._clock()
         results: dict[PodKey, Snapshot | str] = {}
         for (namespace, pod), outcome in zip(pods, outcomes, strict=True):
@@ -94,16 +92,12 @@ class ScrapeReader:
         """Append fresh snapshots; forget pods no longer targeted and snapshots older than the window."""
         self._history = {key: history for key, history in self._history.items() if key in scraped}
         for key, outcome in scraped.items():
-            history = [
-                snapshot for snapshot in self._history.get(key, []) if snapshot.time >= now - window_seconds
-            ]
+            history = [snapshot for snapshot in self._history.get(key, []) if snapshot.time >= now - window_seconds]
             if isinstance(outcome, Snapshot):
                 history.append(outcome)
             self._history[key] = history
 
-    async def read(
-        self, targets: Sequence[FleetTarget], window_seconds: float
-    ) -> dict[FleetKey, SignalsResult]:
+    async def read(self, targets: Sequence[FleetTarget], window_seconds: float) -> dict[FleetKey, SignalsResult]:
         pods = [
             (target.namespace, pod)
             for target in targets

@@ -22,9 +22,7 @@ from specfleet.operator.simulator.workload import PromptClass, Requests
 class ClosedBatch:
     """Generated tokens per second and the pod's acceptance counters at a held batch size."""
 
-    tokens_per_second: (
-        float  # per second of decoding (prompt processing excluded, as the sources measure decode)
-    )
+    tokens_per_second: float  # per second of decoding (prompt processing excluded, as the sources measure decode)
     acceptance_length: float  # 1 + accepted / drafts; 1.0 without speculation
     acceptance_by_position: tuple[float, ...]
 

@@ -35,9 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--model", choices=sorted(DEPLOYMENTS), default="8b")
     p.add_argument("--gpu", choices=sorted(GPUS), default="H100")
     p.add_argument("--method", choices=["eagle3", "mtp", "ngram", "suffix"], default="eagle3")
-    p.add_argument(
-        "--restart-seconds", type=float, default=180.0, help="time a pod is out for a config change"
-    )
+    p.add_argument("--restart-seconds", type=float, default=180.0, help="time a pod is out for a config change")
     p.add_argument("--slo-tpot", type=float, default=0.05, help="goodput: TPOT bound (s)")
     p.add_argument("--slo-ttft", type=float, default=2.0, help="goodput: TTFT bound (s)")
     p.add_argument("--dt", type=float, default=1.0, help="simulation chunk (s)")
@@ -63,9 +61,7 @@ def load_policy(path: str | None) -> PolicySpec | None:
 
 
 def summary_table(evaluation: Evaluation) -> Table:
-    table = Table(
-        title=f"{evaluation.scenario.name} — {evaluation.scenario.deployment} on {evaluation.scenario.gpu}"
-    )
+    table = Table(title=f"{evaluation.scenario.name} — {evaluation.scenario.deployment} on {evaluation.scenario.gpu}")
     for column in ("policy", "TPOT mean", "p50", "p90", "p99", "E2E mean", "p50", "p90", "p99", "tok/s",
                    "goodput/s", "restarts", "time in config"):  # fmt: skip
         table.add_column(column, justify="left" if column in ("policy", "time in config") else "right")
@@ -108,9 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                 tasks[name] = bar.add_task(f"simulating {name}", total=total)
             bar.update(tasks[name], completed=done)
 
-        evaluation = evaluate(
-            scenario, load_policy(args.policy), Slo(args.slo_tpot, args.slo_ttft), progress=progress
-        )
+        evaluation = evaluate(scenario, load_policy(args.policy), Slo(args.slo_tpot, args.slo_ttft), progress=progress)
     console.print(summary_table(evaluation))
     report = goal_report(evaluation)
     console.print(f"best static: {report.best_static}; "

@@ -30,18 +30,14 @@ class Fixed:
     def initial(self) -> SpecConfig:
         return self.config
 
-    def observe(
-        self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], current: SpecConfig
-    ) -> SpecConfig:
+    def observe(self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], current: SpecConfig) -> SpecConfig:
         return self.config
 
 
 class AutoPolicy:
     """The operator's policy core (`specfleet.operator.policy.decide`), fed the simulated pods' signals."""
 
-    def __init__(
-        self, spec: SpecDecodeDeploymentSpec, policy: PolicySpec | None, deployment: str = "fleet"
-    ) -> None:
+    def __init__(self, spec: SpecDecodeDeploymentSpec, policy: PolicySpec | None, deployment: str = "fleet") -> None:
         resolved = resolve_policy(None, policy, spec.speculation.max_speculative_tokens)
         self.context = build_context(spec, resolved, Fleet(spec.replicas, spec.replicas))
         self.state = initial_state(self.context)
@@ -55,9 +51,7 @@ class AutoPolicy:
     def initial(self) -> SpecConfig:
         return self.state.current
 
-    def observe(
-        self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], current: SpecConfig
-    ) -> SpecConfig:
+    def observe(self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], current: SpecConfig) -> SpecConfig:
         running = config_hash(current)
         signals = self.scrape.read(now, pods, ready, running)
         fleet = Fleet(replicas=len(pods), ready_replicas=sum(ready), config_hash=running)

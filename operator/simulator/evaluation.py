@@ -76,9 +76,7 @@ class Scenario:
 
     def requests(self) -> Requests:
         trace = self.trace
-        return generate_requests(
-            trace.times, trace.qps, trace.mix, self.classes(), np.random.default_rng(self.seed)
-        )
+        return generate_requests(trace.times, trace.qps, trace.mix, self.classes(), np.random.default_rng(self.seed))
 
     def deployment_spec(self) -> SpecDecodeDeploymentSpec:
         """The SpecDecodeDeployment the policy believes it manages."""
@@ -200,9 +198,7 @@ class Evaluation:
     scenario: Scenario
     results: dict[str, RunResult] = field(default_factory=dict)
     summaries: dict[str, Summary] = field(default_factory=dict)
-    decisions: list[tuple[float, str, str]] = field(
-        default_factory=list
-    )  # Auto's changes: time, action, reason
+    decisions: list[tuple[float, str, str]] = field(default_factory=list)  # Auto's changes: time, action, reason
     oracle_timeline: list[tuple[float, str]] = field(default_factory=list)  # window start, config label
 
 

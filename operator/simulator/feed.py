@@ -45,9 +45,7 @@ class SimulatedScrape:
     window_seconds: float
     history: dict[str, list[Snapshot]] = field(default_factory=dict)
 
-    def read(
-        self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], config_hash: str
-    ) -> Signals | None:
+    def read(self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], config_hash: str) -> Signals | None:
         """Signals of the pods running `config_hash` over the window, or None when there are none."""
         current = [pod for pod, up in zip(pods, ready, strict=True) if up and pod.config_hash == config_hash]
         for pod in current:

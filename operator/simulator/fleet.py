@@ -48,9 +48,7 @@ class Controller(Protocol):
 
     def initial(self) -> SpecConfig: ...
 
-    def observe(
-        self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], current: SpecConfig
-    ) -> SpecConfig:
+    def observe(self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], current: SpecConfig) -> SpecConfig:
         """The config the fleet should run; returning a different one starts a rolling restart."""
         ...
 
@@ -194,6 +192,7 @@ class FleetSimulation:
 
     def pod(self, replica: int) -> PodMetrics:
         """What a scrape of the replica's pod reads now."""
+        self._gauges()  # gauges are read, not accumulated: computed when scraped
         config = self.configs[replica]
         positions = config.k if config.enabled else 0
         name, started = f"pod-{replica}", self.started[replica]
@@ -245,9 +244,7 @@ class FleetSimulation:
             running = s.req.shape[1] - len(free)
             wanted = min(len(queue), self.spec.max_batch - running)
             if wanted > len(free):
-                self.slots = s = s.widened(
-                    min(self.spec.max_batch, max(2 * s.req.shape[1], running + wanted))
-                )
+                self.slots = s = s.widened(min(self.spec.max_batch, max(2 * s.req.shape[1], running + wanted)))
                 free = np.flatnonzero(s.req[r] < 0)
             n = self._admissible(r, wanted)
             rows += [r] * n
@@ -301,9 +298,7 @@ class FleetSimulation:
         off = perf.step_seconds(None, batch, 0, kv)
         return np.where(enabled, spec, off), np.where(enabled, k, 0)
 
-    def _decode(
-        self, occupancy: FloatArray, frac: FloatArray, prefill_s: FloatArray, z: FloatArray
-    ) -> _Decode:
+    def _decode(self, occupancy: FloatArray, frac: FloatArray, prefill_s: FloatArray, z: FloatArray) -> _Decode:
         """Tokens each slot generates this chunk when the replicas' batches hold `occupancy` of the chunk."""
         s, dt = self.slots, self.spec.dt
         step, k = self._step_times(occupancy.sum(axis=1), (occupancy * s.ctx).sum(axis=1))
@@ -341,7 +336,6 @@ class FleetSimulation:
         s.remaining = np.where(active & ~d.done, s.remaining - d.tokens, s.remaining)
         s.ctx = np.where(active, s.ctx + d.tokens, s.ctx)
         s.frac[:] = 1.0
-        self._gauges()
 
     def _first_tokens(self, t: float, new_r: IntArray, new_c: IntArray, step: FloatArray) -> None:
         """First token of each admitted request: its start, its own prompt, one engine step."""

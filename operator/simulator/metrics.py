@@ -95,9 +95,7 @@ class FleetCounters:
             array[replica] = 0.0
         self.per_pos[replica] = 0.0
 
-    def observe(
-        self, name: str, replica: IntArray, values: FloatArray, weights: FloatArray | None = None
-    ) -> None:
+    def observe(self, name: str, replica: IntArray, values: FloatArray, weights: FloatArray | None = None) -> None:
         """Histogram observations of several pods at once (fractional weights for aggregated engine steps)."""
         w = np.ones(len(values)) if weights is None else weights
         counts = self.buckets[name]

@@ -45,9 +45,7 @@ class LinearCost:
 
     def seconds(self, tokens: ArrayLike, kv_tokens: ArrayLike) -> FloatArray:
         return (
-            self.fixed_s
-            + self.per_token_s * np.asarray(tokens, float)
-            + self.per_kv_s * np.asarray(kv_tokens, float)
+            self.fixed_s + self.per_token_s * np.asarray(tokens, float) + self.per_kv_s * np.asarray(kv_tokens, float)
         )
 
 
@@ -131,9 +129,7 @@ def derive_eagle(model: ModelShape, gpu: Gpu, tp: int) -> LinearCost:
     ar_fixed, _ = _allreduce_costs(model, gpu, tp)
     layer_ratio = LLAMA_8B.layers / model.layers  # the head is one layer whatever the target's depth
     return LinearCost(
-        fixed_s=DRAFT_LAUNCH_S
-        + model.eagle_head_bytes / tp / gpu.bandwidth / ETA_WEIGHTS
-        + ar_fixed / model.layers,
+        fixed_s=DRAFT_LAUNCH_S + model.eagle_head_bytes / tp / gpu.bandwidth / ETA_WEIGHTS + ar_fixed / model.layers,
         per_token_s=FIT_EAGLE_8B_H100.per_token_s * target.per_token_s / fit_target.per_token_s * layer_ratio,
         per_kv_s=FIT_EAGLE_8B_H100.per_kv_s * target.per_kv_s / fit_target.per_kv_s * layer_ratio,
     )

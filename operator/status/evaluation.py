@@ -87,7 +87,15 @@ def fold_evaluation(
     if decision.action != Action.HOLD:
         if decision.applied:
             apply = to_speculation_state(decision.target, method, record.reason, now)
-            events.append(Note("Normal", EVENT_REASONS[decision.action], f"{decision.target.describe()}: {record.reason}"))
+            events.append(
+                Note("Normal", EVENT_REASONS[decision.action], f"{decision.target.describe()}: {record.reason}")
+            )
         elif last is None or last.reason != record.reason or last.applied:
-            events.append(Note("Normal", "Recommendation", f"would {decision.action.value} → {decision.target.describe()}: {record.reason}"))
+            events.append(
+                Note(
+                    "Normal",
+                    "Recommendation",
+                    f"would {decision.action.value} → {decision.target.describe()}: {record.reason}",
+                )
+            )
     return Evaluation(status=status, apply=apply, events=events)

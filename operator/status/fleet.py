@@ -76,6 +76,7 @@ def fleet_status(
             "observed_generation": generation,
             "replicas": replicas,
             "ready_replicas": ready,
+            "updated_replicas": updated,
             "selector": selector,
             "mode": spec.speculation.mode,
             "speculation": state,

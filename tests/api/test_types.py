@@ -41,7 +41,14 @@ def test_defaults_are_documented_values() -> None:
 
 @pytest.mark.parametrize(
     "arg",
-    ["--model=x", "--speculative-config", "--speculative_config={}", "-tp", "--port=9000", "--tensor-parallel-size=2"],
+    [
+        "--model=x",
+        "--speculative-config",
+        "--speculative_config={}",
+        "-tp",
+        "--port=9000",
+        "--tensor-parallel-size=2",
+    ],
 )
 def test_extra_args_may_not_override_managed_flags(arg: str) -> None:
     with pytest.raises(InvalidSpecError, match="extraArgs may not set"):

@@ -24,9 +24,7 @@ TIMEOUT_SECONDS = 60
 def helm(*args: str) -> subprocess.CompletedProcess[str]:
     """Run helm; never raises on a non-zero exit (callers assert on it, with stderr in the message)."""
     binary = require_binary("helm")
-    return subprocess.run(
-        [binary, *args], capture_output=True, text=True, timeout=TIMEOUT_SECONDS, check=False
-    )
+    return subprocess.run([binary, *args], capture_output=True, text=True, timeout=TIMEOUT_SECONDS, check=False)
 
 
 def value_args(value_set: str = "default", sets: Sequence[str] = (), files: Sequence[Path] = ()) -> list[str]:

@@ -40,9 +40,7 @@ SAFE_SYSCTLS = frozenset(
         "net.ipv4.tcp_keepalive_probes",
     }
 )
-ALLOWED_SELINUX_TYPES = frozenset(
-    {"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"}
-)
+ALLOWED_SELINUX_TYPES = frozenset({"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"})
 ALLOWED_SECCOMP = frozenset({"RuntimeDefault", "Localhost"})
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 
@@ -88,9 +86,7 @@ def _pod_problems(pod: Mapping[str, Any], read_only_root: bool) -> Iterator[str]
             yield f"volume {volume.get('name')} has type {', '.join(sorted(kinds - ALLOWED_VOLUMES))}"
     for container in _containers(pod):
         name = f"container {container.get('name')}"
-        yield from (
-            f"{name}: {problem}" for problem in _container_problems(container, pod_context, read_only_root)
-        )
+        yield from (f"{name}: {problem}" for problem in _container_problems(container, pod_context, read_only_root))
 
 
 def _containers(pod: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:

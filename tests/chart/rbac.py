@@ -123,9 +123,7 @@ def assert_rbac_covers(
     needs = needs_of(requests)
     missing = uncovered(needs, rendered_rules)
     assert not missing, "the rules do not grant: " + "; ".join(sorted(map(str, missing)))
-    extra = {
-        (scope, grant) for scope, grant in excess(needs, rendered_rules) if grant not in (unexercised or {})
-    }
+    extra = {(scope, grant) for scope, grant in excess(needs, rendered_rules) if grant not in (unexercised or {})}
     assert not extra, "the rules grant what the run never used: " + "; ".join(
         sorted(f"{grant} ({scope or 'ClusterRole'})" for scope, grant in extra)
     )

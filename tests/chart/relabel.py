@@ -34,9 +34,7 @@ def relabel(labels: Mapping[str, str], configs: Iterable[Mapping[str, Any]]) -> 
         if action != "replace":
             raise NotImplementedError(f"relabel action {action!r}")
         regex = re.compile(f"^(?:{config.get('regex', DEFAULT_REGEX)})$")
-        value = str(config.get("separator", ";")).join(
-            current.get(name, "") for name in config.get("sourceLabels", [])
-        )
+        value = str(config.get("separator", ";")).join(current.get(name, "") for name in config.get("sourceLabels", []))
         _replace(current, regex, value, config)
     return current
 

@@ -37,9 +37,7 @@ STANDARD_LABELS = (
 
 
 def _operator_container(manifests: list[dict[str, Any]]) -> Mapping[str, Any]:
-    containers: list[Mapping[str, Any]] = one(manifests, "Deployment")["spec"]["template"]["spec"][
-        "containers"
-    ]
+    containers: list[Mapping[str, Any]] = one(manifests, "Deployment")["spec"]["template"]["spec"]["containers"]
     (container,) = containers
     return container
 
@@ -75,9 +73,7 @@ def test_every_object_carries_the_standard_labels(value_set: str) -> None:
     ],
 )
 def test_image_defaults_to_the_chart_app_version(sets: tuple[str, ...], suffix: str) -> None:
-    expected = "ghcr.io/specfleet/specfleet-operator" + suffix.format(
-        app_version=chart_metadata()["appVersion"]
-    )
+    expected = "ghcr.io/specfleet/specfleet-operator" + suffix.format(app_version=chart_metadata()["appVersion"])
     assert _operator_container(render(sets=sets))["image"] == expected
 
 
@@ -151,14 +147,10 @@ def test_namespaced_mode_uses_roles_and_peerings_in_each_namespace() -> None:
     watched = chart_values("namespaced")["operator"]["watchNamespaces"]
     manifests = render("namespaced")
     assert of_kind(manifests, "ClusterKopfPeering") == []
-    assert sorted(doc["metadata"]["namespace"] for doc in of_kind(manifests, "KopfPeering")) == sorted(
-        watched
-    )
+    assert sorted(doc["metadata"]["namespace"] for doc in of_kind(manifests, "KopfPeering")) == sorted(watched)
     for kind in ("Role", "RoleBinding"):
         assert sorted(doc["metadata"]["namespace"] for doc in of_kind(manifests, kind)) == sorted(watched)
-    cluster_resources = {
-        resource for rule in one(manifests, "ClusterRole")["rules"] for resource in rule["resources"]
-    }
+    cluster_resources = {resource for rule in one(manifests, "ClusterRole")["rules"] for resource in rule["resources"]}
     assert "specdecodedeployments" not in cluster_resources
     for binding in [*of_kind(manifests, "RoleBinding"), *of_kind(manifests, "ClusterRoleBinding")]:
         assert binding["subjects"] == [
@@ -174,8 +166,7 @@ def test_cluster_mode_binds_one_cluster_role() -> None:
     assert binding["roleRef"]["name"] == one(manifests, "ClusterRole")["metadata"]["name"]
     assert binding["subjects"][0]["name"] == one(manifests, "ServiceAccount")["metadata"]["name"]
     assert (
-        one(manifests, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"]
-        == binding["subjects"][0]["name"]
+        one(manifests, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"] == binding["subjects"][0]["name"]
     )
 
 

@@ -144,12 +144,8 @@ def test_acceptance_collapse_fires_on_both_metric_spellings_and_not_when_healthy
         inputs.append(series(f"{prefix}spec_decode_num_drafts_total", labels, counter(drafts, 40)))
         inputs.append(series(f"{prefix}spec_decode_num_accepted_tokens_total", labels, counter(accepted, 40)))
     groups = _without_annotations(_rule_groups())
-    firing = [
-        {config.label_namespace: "team-a", config.label_deployment: name} for name in ("colon", "underscore")
-    ]
-    result = run_rule_tests(
-        groups, [_alert_case(groups, "SpecfleetAcceptanceCollapse", inputs, firing, 30)], tmp_path
-    )
+    firing = [{config.label_namespace: "team-a", config.label_deployment: name} for name in ("colon", "underscore")]
+    result = run_rule_tests(groups, [_alert_case(groups, "SpecfleetAcceptanceCollapse", inputs, firing, 30)], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -201,15 +197,9 @@ def test_flapping_metrics_unavailable_and_rollback_fire_for_the_affected_deploym
 def test_operator_down_fires_when_no_replica_is_scraped(tmp_path: Path) -> None:
     groups = _without_annotations(_rule_groups())
     up = {"job": f"{RELEASE}-specfleet-metrics", "namespace": NAMESPACE}
-    case = _alert_case(
-        groups, "SpecfleetOperatorDown", [series("up", {**up, "pod": "a"}, [0.0] * 31)], [], 30
-    )
-    case["alert_rule_test"][0]["exp_alerts"] = [
-        {"exp_labels": dict(_rule(groups, "SpecfleetOperatorDown")["labels"])}
-    ]
-    healthy = _alert_case(
-        groups, "SpecfleetOperatorDown", [series("up", {**up, "pod": "a"}, [1.0] * 31)], [], 30
-    )
+    case = _alert_case(groups, "SpecfleetOperatorDown", [series("up", {**up, "pod": "a"}, [0.0] * 31)], [], 30)
+    case["alert_rule_test"][0]["exp_alerts"] = [{"exp_labels": dict(_rule(groups, "SpecfleetOperatorDown")["labels"])}]
+    healthy = _alert_case(groups, "SpecfleetOperatorDown", [series("up", {**up, "pod": "a"}, [1.0] * 31)], [], 30)
     result = run_rule_tests(groups, [case, healthy], tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -68,9 +68,7 @@ BREAKAGES: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("breakage", "complaint"), [(b, c) for _, b, c in BREAKAGES], ids=[n for n, _, _ in BREAKAGES]
-)
+@pytest.mark.parametrize(("breakage", "complaint"), [(b, c) for _, b, c in BREAKAGES], ids=[n for n, _, _ in BREAKAGES])
 def test_check_reports_each_breakage(breakage: Callable[[dict[str, Any]], None], complaint: str) -> None:
     (deployment,) = [doc for doc in render() if doc["kind"] == "Deployment"]
     broken = copy.deepcopy(deployment)

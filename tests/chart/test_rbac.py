@@ -28,27 +28,17 @@ from tests.fixtures.operator import in_namespace, wait_for
 
 # Grants the end-to-end run cannot exercise, and why each stays.
 UNEXERCISED = {
-    Grant(
-        "get", "", "secrets"
-    ): "Prometheus bearer tokens (spec.prometheus.bearerTokenSecretRef); no example uses one",
-    Grant(
-        "get", "", "pods"
-    ): "direct scraping of engine pods when no Prometheus is set; the emulator runs no pods",
-    Grant(
-        "list", "", "pods"
-    ): "direct scraping of engine pods when no Prometheus is set; the emulator runs no pods",
-    Grant(
-        "watch", "", "pods"
-    ): "direct scraping of engine pods when no Prometheus is set; the emulator runs no pods",
+    Grant("get", "", "secrets"): "Prometheus bearer tokens (spec.prometheus.bearerTokenSecretRef); no example uses one",
+    Grant("get", "", "pods"): "direct scraping of engine pods when no Prometheus is set; the emulator runs no pods",
+    Grant("list", "", "pods"): "direct scraping of engine pods when no Prometheus is set; the emulator runs no pods",
+    Grant("watch", "", "pods"): "direct scraping of engine pods when no Prometheus is set; the emulator runs no pods",
     Grant("get", "specfleet.dev", "speculationpolicies"): "policyRef resolution by the policy loop",
     Grant("list", "specfleet.dev", "speculationpolicies"): "policyRef resolution by the policy loop",
     Grant("watch", "specfleet.dev", "speculationpolicies"): "policyRef resolution by the policy loop",
 }
 
 
-def _request(
-    method: str, verb: str, group: str | None, resource: str | None, **extra: Any
-) -> RecordedRequest:
+def _request(method: str, verb: str, group: str | None, resource: str | None, **extra: Any) -> RecordedRequest:
     fields: dict[str, Any] = {
         "query": {},
         "api_version": "v1",
@@ -63,9 +53,7 @@ def _request(
 
 
 def test_need_of_a_request() -> None:
-    status = _request(
-        "PATCH", "patch", "specfleet.dev", "specdecodedeployments", subresource="status", namespace="a"
-    )
+    status = _request("PATCH", "patch", "specfleet.dev", "specdecodedeployments", subresource="status", namespace="a")
     assert need_of(status) == Need("patch", "specfleet.dev", "specdecodedeployments/status", "a")
     assert need_of(_request("GET", "list", "", "pods")) == Need("list", "", "pods", None)
     assert need_of(_request("GET", "get", None, None)) is None  # discovery
@@ -149,9 +137,7 @@ def _exercise(emulator: EmulatorServer, namespace: str) -> None:
     deployment = fleet.get("apps/v1", "deployments")
     # Play the Deployment controller (the operator answers with a status patch of its resource) ...
     emulator.apply({**deployment, "status": {"replicas": 2, "readyReplicas": 2, "updatedReplicas": 2}})
-    wait_for(
-        lambda: fleet.sdd().get("status", {}).get("readyReplicas") == 2, what="status from the Deployment"
-    )
+    wait_for(lambda: fleet.sdd().get("status", {}).get("readyReplicas") == 2, what="status from the Deployment")
     # ... and an admin editing a child by hand, then a spec change (the sync patches every child).
     pdb = wait_for(fleet.pdb, what="the PDB")
     emulator.apply({**pdb, "spec": {**pdb["spec"], "maxUnavailable": 2}})

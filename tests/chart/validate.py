@@ -53,9 +53,7 @@ def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
                 schemas[key] = custom_resource_schema(version["schema"]["openAPIV3Schema"])
     for path in sorted(SCHEMAS.glob("*.json")):
         vendored = json.loads(path.read_text())
-        schemas[(vendored["apiVersion"], vendored["kind"])] = custom_resource_schema(
-            vendored["openAPIV3Schema"]
-        )
+        schemas[(vendored["apiVersion"], vendored["kind"])] = custom_resource_schema(vendored["openAPIV3Schema"])
     return schemas
 
 

@@ -41,9 +41,7 @@ def test_kubernetes_client_round_trip(kubeconfig: pathlib.Path, widgets: str, ns
     child = {
         "metadata": {
             "name": "child",
-            "ownerReferences": [
-                {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid}
-            ],
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid}],
         }
     }
     created = api.create_namespaced_config_map(ns, child)
@@ -64,9 +62,7 @@ def test_kubernetes_client_custom_objects(emulator: EmulatorServer, widgets: str
     stored = custom.get_namespaced_custom_object(GROUP, "v1", ns, PLURAL, "cw")
     assert (stored["spec"]["replicas"], stored["status"]["phase"]) == (3, "Up")
     watch = kubernetes.watch.Watch()
-    events = list(
-        watch.stream(custom.list_namespaced_custom_object, GROUP, "v1", ns, PLURAL, timeout_seconds=1)
-    )
+    events = list(watch.stream(custom.list_namespaced_custom_object, GROUP, "v1", ns, PLURAL, timeout_seconds=1))
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "cw")]
 
 
@@ -153,9 +149,7 @@ def test_kopf_operator_end_to_end(
             == config["metadata"]["ownerReferences"][0]
         )
         peering = eventually(
-            lambda: (
-                (p := emulator.get("kopf.dev/v1", "kopfpeerings", "emulated", ns)) and p.get("status") and p
-            )
+            lambda: (p := emulator.get("kopf.dev/v1", "kopfpeerings", "emulated", ns)) and p.get("status") and p
         )
         assert peering["status"]  # Kopf announced itself in the peering object
 
@@ -165,11 +159,7 @@ def test_kopf_operator_end_to_end(
         eventually(lambda: emulator.get(API_VERSION, PLURAL, "kopfy", ns) is None)
         assert deleted == ["kopfy"]
         assert emulator.get("v1", "configmaps", "kopfy-config", ns) is None  # collected with its owner
-    patches = [
-        r for r in emulator.requests if r.method == "PATCH" and r.namespace == ns and r.resource == PLURAL
-    ]
+    patches = [r for r in emulator.requests if r.method == "PATCH" and r.namespace == ns and r.resource == PLURAL]
     assert {r.subresource for r in patches} == {None, "status"}
-    complaints = [
-        r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("kopf")
-    ]
+    complaints = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("kopf")]
     assert [message for message in complaints if "OS signals" not in message] == []

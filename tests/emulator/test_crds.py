@@ -78,10 +78,7 @@ def test_crd_name_must_match_its_names(http: Http) -> None:
 
 def test_peering_crds_are_installed(emulator: EmulatorServer) -> None:
     for plural in ("clusterkopfpeerings", "kopfpeerings"):
-        assert (
-            emulator.get("apiextensions.k8s.io/v1", "customresourcedefinitions", f"{plural}.kopf.dev")
-            is not None
-        )
+        assert emulator.get("apiextensions.k8s.io/v1", "customresourcedefinitions", f"{plural}.kopf.dev") is not None
 
 
 def test_table_output_uses_printer_columns(http: Http, widgets: str) -> None:

@@ -75,9 +75,7 @@ def test_server_side_apply_and_delete(
     assert emulator.get("test.dev/v1", "widgets", "kw", ns) is None
 
 
-def test_wait_for_crd_established_and_get_namespaces(
-    kubectl: Kubectl, manifests: pathlib.Path, ns: str
-) -> None:
+def test_wait_for_crd_established_and_get_namespaces(kubectl: Kubectl, manifests: pathlib.Path, ns: str) -> None:
     kubectl("wait", "--for=condition=established", "crd/widgets.test.dev", "--timeout=10s")
     names = [line.split()[0] for line in kubectl("get", "namespaces").splitlines()[1:]]
     assert {"default", "kube-system", ns} <= set(names)
@@ -108,6 +106,5 @@ def test_invalid_resource_is_refused_with_the_apiserver_message(
     )
     assert done.returncode != 0
     assert (
-        'The Widget "kbad" is invalid: spec.speculation: Invalid value: "object": k must not exceed maxK'
-        in done.stderr
+        'The Widget "kbad" is invalid: spec.speculation: Invalid value: "object": k must not exceed maxK' in done.stderr
     )

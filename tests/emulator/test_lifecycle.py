@@ -80,9 +80,7 @@ def test_orphan_propagation_keeps_dependents(http: Http, widgets: str, ns: str) 
     assert "ownerReferences" not in orphan["metadata"]
 
 
-def test_namespace_deletion_removes_its_objects(
-    emulator: EmulatorServer, http: Http, widgets: str, ns: str
-) -> None:
+def test_namespace_deletion_removes_its_objects(emulator: EmulatorServer, http: Http, widgets: str, ns: str) -> None:
     http("POST", widgets, widget("inside"))
     http("DELETE", f"/api/v1/namespaces/{ns}")
     assert emulator.get("test.dev/v1", "widgets", "inside", ns) is None

@@ -18,12 +18,8 @@ def test_create_stamps_identity(http: Http, widgets: str, ns: str) -> None:
 
 
 def test_resource_versions_increase_across_objects(http: Http, widgets: str) -> None:
-    versions = [
-        int(http("POST", widgets, widget(f"rv{i}"))[1]["metadata"]["resourceVersion"]) for i in range(3)
-    ]
-    _, patched = http(
-        "PATCH", f"{widgets}/rv0", {"spec": {"replicas": 2}}, content_type="application/merge-patch+json"
-    )
+    versions = [int(http("POST", widgets, widget(f"rv{i}"))[1]["metadata"]["resourceVersion"]) for i in range(3)]
+    _, patched = http("PATCH", f"{widgets}/rv0", {"spec": {"replicas": 2}}, content_type="application/merge-patch+json")
     assert versions == sorted(set(versions))
     assert int(patched["metadata"]["resourceVersion"]) > versions[-1]
 
@@ -40,9 +36,7 @@ def test_generation_counts_spec_changes_only(http: Http, widgets: str) -> None:
 
 def test_noop_write_keeps_resource_version(http: Http, widgets: str) -> None:
     _, created = http("POST", widgets, widget("same"))
-    _, again = http(
-        "PATCH", f"{widgets}/same", {"spec": {"replicas": 1}}, content_type="application/merge-patch+json"
-    )
+    _, again = http("PATCH", f"{widgets}/same", {"spec": {"replicas": 1}}, content_type="application/merge-patch+json")
     assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
 
 
@@ -123,9 +117,7 @@ def test_lists_carry_kind_and_version(http: Http, widgets: str) -> None:
     http("POST", widgets, widget("l1"))
     _, listed = http("GET", widgets)
     assert (listed["kind"], listed["apiVersion"]) == ("WidgetList", "test.dev/v1")
-    assert int(listed["metadata"]["resourceVersion"]) >= int(
-        listed["items"][0]["metadata"]["resourceVersion"]
-    )
+    assert int(listed["metadata"]["resourceVersion"]) >= int(listed["items"][0]["metadata"]["resourceVersion"])
 
 
 def test_invalid_name_is_refused(http: Http, widgets: str) -> None:

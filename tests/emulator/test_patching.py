@@ -74,9 +74,7 @@ def test_unknown_patch_type_is_415(http: Http, widgets: str) -> None:
 
 def test_server_side_apply_creates_then_merges(http: Http, widgets: str) -> None:
     body = widget("ssa", mode="On")
-    code, created = http(
-        "PATCH", f"{widgets}/ssa?fieldManager=t", body, content_type="application/apply-patch+yaml"
-    )
+    code, created = http("PATCH", f"{widgets}/ssa?fieldManager=t", body, content_type="application/apply-patch+yaml")
     assert code == 201
     assert created["spec"]["mode"] == "On"
     yaml_body = b"spec:\n  replicas: 3\n"

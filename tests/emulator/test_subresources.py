@@ -35,9 +35,7 @@ def test_status_writes_touch_only_status(http: Http, widgets: str) -> None:
 
 def test_scale_subresource_reads_and_writes_replicas(http: Http, widgets: str, ns: str) -> None:
     http("POST", widgets, widget("sc", replicas=2))
-    http(
-        "PATCH", f"{widgets}/sc/status", {"status": {"replicas": 1, "selector": "app=sc"}}, content_type=MERGE
-    )
+    http("PATCH", f"{widgets}/sc/status", {"status": {"replicas": 1, "selector": "app=sc"}}, content_type=MERGE)
     code, scale = http("GET", f"{widgets}/sc/scale")
     assert code == 200
     assert (scale["kind"], scale["apiVersion"]) == ("Scale", "autoscaling/v1")

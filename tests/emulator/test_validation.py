@@ -53,8 +53,7 @@ def _invalid(http: Http, path: str, body: dict[str, Any]) -> dict[str, Any]:
         ({"replicas": 1, "tags": ["a", "b", "c", "d"]}, "spec.tags: Too many: 4: must have at most 3 items"),
         (
             {"replicas": 1, "labels": {"a": 1}},
-            'spec.labels[a]: Invalid value: "integer": '
-            'spec.labels[a] in body must be of type string: "integer"',
+            'spec.labels[a]: Invalid value: "integer": spec.labels[a] in body must be of type string: "integer"',
         ),
         ({"mode": "On"}, "spec.replicas: Required value"),
     ],

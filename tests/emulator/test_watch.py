@@ -16,9 +16,7 @@ MERGE = "application/merge-patch+json"
 
 def watch(srv: EmulatorServer, path: str, **query: str) -> list[dict[str, Any]]:
     """Every event of one watch request, which ends by its timeoutSeconds (1 s unless given)."""
-    params = "&".join(
-        f"{key}={value}" for key, value in {"watch": "true", "timeoutSeconds": "1", **query}.items()
-    )
+    params = "&".join(f"{key}={value}" for key, value in {"watch": "true", "timeoutSeconds": "1", **query}.items())
     with urllib.request.urlopen(f"{srv.url}{path}?{params}", timeout=10) as response:
         assert response.headers["Content-Type"].startswith("application/json")
         return [json.loads(line) for line in response if line.strip()]
@@ -45,9 +43,7 @@ def test_resume_sends_only_later_changes_in_order(emulator: EmulatorServer, http
     assert watch(emulator, widgets, resourceVersion=rv(events[-1]["object"])) == []  # nothing replayed
 
 
-def test_without_a_version_the_current_objects_come_first(
-    emulator: EmulatorServer, http: Http, widgets: str
-) -> None:
+def test_without_a_version_the_current_objects_come_first(emulator: EmulatorServer, http: Http, widgets: str) -> None:
     http("POST", widgets, widget("a"))
     http("POST", widgets, widget("b"))
     assert summary(watch(emulator, widgets)) == [("ADDED", "a"), ("ADDED", "b")]
@@ -124,9 +120,7 @@ def test_bookmarks_carry_the_current_version() -> None:
 def test_too_old_version_is_gone() -> None:
     with EmulatorServer(history_limit=3) as srv:
         for name in ("a", "b", "c", "d", "e"):
-            srv.apply(
-                {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}}
-            )
+            srv.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}})
         (event,) = watch(srv, "/api/v1/namespaces/default/configmaps", resourceVersion="2")
         assert event["type"] == "ERROR"
         assert (event["object"]["code"], event["object"]["reason"]) == (410, "Expired")

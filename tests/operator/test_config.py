@@ -18,7 +18,11 @@ def test_defaults() -> None:
 
 
 def test_environment_then_flags() -> None:
-    env = {"SPECFLEET_NAMESPACES": "a, b", "SPECFLEET_PROMETHEUS_URL": "http://prom:9090", "SPECFLEET_HEALTH_PORT": "81"}
+    env = {
+        "SPECFLEET_NAMESPACES": "a, b",
+        "SPECFLEET_PROMETHEUS_URL": "http://prom:9090",
+        "SPECFLEET_HEALTH_PORT": "81",
+    }
     config = config_from(env, _args("--prometheus-url", "http://other:9090", "--namespace", "c"))
     assert config.namespaces == ("c",)
     assert config.prometheus_url == "http://other:9090"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-import time
 import pathlib
+import time
 from typing import Any
 
 import kubernetes.client

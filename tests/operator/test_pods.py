@@ -20,7 +20,8 @@ def test_endpoint_from_the_http_port() -> None:
 
 def test_annotation_overrides_the_port() -> None:
     endpoint = pod_endpoint(_pod(annotations={"specfleet.dev/metrics-port": "41234"}))
-    assert endpoint is not None and endpoint.metrics_url.endswith(":41234/metrics")
+    assert endpoint is not None
+    assert endpoint.metrics_url.endswith(":41234/metrics")
 
 
 def test_pods_without_ip_or_terminating_are_skipped() -> None:

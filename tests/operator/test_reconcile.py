@@ -12,7 +12,13 @@ from typing import Any
 import kubernetes.client
 import pytest
 
-from specfleet.operator.api.constants import ANNOTATION_CONFIG_HASH, GROUP, LABEL_CONFIG_HASH, SDD_PLURAL, VERSION
+from specfleet.operator.api.constants import (
+    ANNOTATION_CONFIG_HASH,
+    GROUP,
+    LABEL_CONFIG_HASH,
+    SDD_PLURAL,
+    VERSION,
+)
 from specfleet.operator.api.crdgen import spec_decode_deployment_crd
 from specfleet.operator.emulator import EmulatorServer
 from specfleet.operator.runner import BackgroundOperator
@@ -104,7 +110,8 @@ def test_create_renders_children_and_status(
     assert status["speculation"]["configHash"] == deployment["metadata"]["annotations"][ANNOTATION_CONFIG_HASH]
     assert status["selector"] == "app.kubernetes.io/instance=llama-8b,app.kubernetes.io/name=specfleet-engine"
     types = {c["type"]: c["status"] for c in status["conditions"]}
-    assert types["Ready"] == "False" and types["SpeculationActive"] == "True"
+    assert types["Ready"] == "False"
+    assert types["SpeculationActive"] == "True"
     reasons = wait_for(lambda: {e["reason"] for e in _events(emulator, namespace)} or None, what="Events")
     assert "Created" in reasons
 
@@ -192,7 +199,8 @@ def test_invalid_stored_resource_gets_condition_and_event_others_served(
     condition = wait_for(invalid_condition, what="the InvalidSpec condition")
     assert "spec.speculation: draftModel is required" in condition["message"]
     warnings = wait_for(
-        lambda: [e for e in _events(emulator, namespace) if e.get("reason") == "InvalidSpec"], what="the Event"
+        lambda: [e for e in _events(emulator, namespace) if e.get("reason") == "InvalidSpec"],
+        what="the Event",
     )
     assert warnings[0]["type"] == "Warning"
     assert warnings[0]["involvedObject"]["name"] == "missing-draft"
@@ -256,7 +264,10 @@ def test_deleting_the_resource_garbage_collects_children(
     emulator: EmulatorServer, api_client: kubernetes.client.ApiClient, namespace: str
 ) -> None:
     _create(api_client, in_namespace(load(EXAMPLES / "code-assistant-ngram.yaml"), namespace))
-    wait_for(lambda: emulator.get("policy/v1", "poddisruptionbudgets", "code-assistant", namespace), what="children")
+    wait_for(
+        lambda: emulator.get("policy/v1", "poddisruptionbudgets", "code-assistant", namespace),
+        what="children",
+    )
     # The operator releases its finalizer (it stops the fleet's timer), then owner references do the rest.
     kubernetes.client.CustomObjectsApi(api_client).delete_namespaced_custom_object(
         GROUP, VERSION, namespace, SDD_PLURAL, "code-assistant"

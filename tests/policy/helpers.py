@@ -49,9 +49,7 @@ def make_signals(concurrency: float, *, enabled: bool = True, **overrides: Any) 
     return Signals(**values)
 
 
-def run(
-    ctx: Context, state: PolicyState, signals_at: Any, *, start: float = 0.0, steps: int = 40
-) -> list[Decision]:
+def run(ctx: Context, state: PolicyState, signals_at: Any, *, start: float = 0.0, steps: int = 40) -> list[Decision]:
     """Evaluate every interval; `signals_at(t, state)` gives the signals of that step (or None)."""
     decisions = []
     for i in range(steps):

@@ -47,9 +47,7 @@ def test_correction_moves_predicted_tpot_toward_observation() -> None:
     for _ in range(20):
         step = COST_8B_H100.step_spec(3, 32)
         calibration = calibration.observe(SPEC, 32, observed * (1 + sum(SHAREGPT)), step)
-    assert Predictor(COST_8B_H100, SHAREGPT, calibration).tpot(config, 32) == pytest.approx(
-        observed, rel=0.01
-    )
+    assert Predictor(COST_8B_H100, SHAREGPT, calibration).tpot(config, 32) == pytest.approx(observed, rel=0.01)
     # A slower spec path lowers the predicted speed-up.
     slower = Calibration({OFF: {5: 1.0}, SPEC: {5: 1.4}})
     assert Predictor(COST_8B_H100, SHAREGPT, slower).speedup(3, 32) < prior.speedup(3, 32) / 1.3

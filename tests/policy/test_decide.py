@@ -90,9 +90,7 @@ def test_mode_off_pins_off_and_on_never_disables() -> None:
     on_ctx = make_context(SpeculationMode.ON, **K3)
     decisions = run(on_ctx, initial_state(on_ctx), lambda t, s: make_signals(600))
     assert all(d.action != Action.DISABLE for d in decisions)
-    collapsed = run(
-        on_ctx, initial_state(on_ctx), lambda t, s: make_signals(4, acceptance_length=1.1), steps=3
-    )
+    collapsed = run(on_ctx, initial_state(on_ctx), lambda t, s: make_signals(4, acceptance_length=1.1), steps=3)
     assert collapsed[-1].code == Reason.COLLAPSE
     assert collapsed[-1].action == Action.HOLD
 
@@ -138,6 +136,20 @@ def test_rollback_when_pods_are_not_ready_by_the_deadline() -> None:
     assert "not Ready" in rollback.reason
     assert rollback.state.current == rollback.state.last_good
     assert rollback.state.verification is None
+
+
+def test_a_slow_but_progressing_rollout_is_not_rolled_back() -> None:
+    """Four replicas each taking 300 s to load outlast a 900 s deadline without being stalled."""
+    ctx, state = changed_state({"max_k": 5, "ready_deadline_seconds": 900})
+    decisions = []
+    for step in range(45):
+        now = 30.0 + step * 30
+        ready = min(4, int((now - 30) // 300))  # one more new pod Ready every 300 s
+        decision = decide(now, make_signals(600), state, with_fleet(ctx, ready_replicas=ready))
+        decisions.append(decision)
+        state = decision.state
+    assert all(d.action != Action.ROLLBACK for d in decisions)
+    assert state.verification is None or state.verification.ready_at is not None
 
 
 def predicted_tpot(state: PolicyState, ctx: Context, batch: float) -> float:

@@ -52,14 +52,10 @@ def changes(decisions: list[Decision]) -> list[tuple[float, Decision]]:
 
 @SETTINGS
 @given(batch=batches, a1=first, c=conditional, enabled=st.booleans(), bounds=k_bounds)
-def test_constant_signals_are_stable(
-    batch: float, a1: float, c: float, enabled: bool, bounds: dict[str, Any]
-) -> None:
+def test_constant_signals_are_stable(batch: float, a1: float, c: float, enabled: bool, bounds: dict[str, Any]) -> None:
     ctx = make_context(**bounds)
     start = fresh(enabled, ctx.policy.clamp_k(3))
-    decisions = run(
-        ctx, start, lambda t, s: make_signals(batch, enabled=s.current.enabled, **acceptance(a1, c))
-    )
+    decisions = run(ctx, start, lambda t, s: make_signals(batch, enabled=s.current.enabled, **acceptance(a1, c)))
     made = changes(decisions)
     assert len(made) <= 1, [(t, d.action, d.reason) for t, d in made]
 
@@ -105,9 +101,7 @@ def test_higher_acceptance_never_turns_speculation_off(
 def test_noise_around_the_threshold_changes_at_most_once_per_cooldown(
     noise: list[float], centre: float, dwell: int
 ) -> None:
-    ctx = make_context(
-        min_k=3, max_k=3, dwell_seconds=dwell, restart_cost_seconds=0, max_restarts_per_hour=60
-    )
+    ctx = make_context(min_k=3, max_k=3, dwell_seconds=dwell, restart_cost_seconds=0, max_restarts_per_hour=60)
     series = [max(centre + n, 1.0) for n in noise]
     step = ctx.policy.interval_seconds
 
@@ -127,9 +121,7 @@ def test_noise_around_the_threshold_changes_at_most_once_per_cooldown(
         max_size=40,
     ),
 )
-def test_the_restart_budget_is_never_exceeded(
-    budget: int, script: list[tuple[float, bool, float, bool]]
-) -> None:
+def test_the_restart_budget_is_never_exceeded(budget: int, script: list[tuple[float, bool, float, bool]]) -> None:
     base = make_context(
         dwell_seconds=0,
         cooldown_seconds=0,
@@ -157,9 +149,7 @@ def test_the_restart_budget_is_never_exceeded(
     fallback=st.sampled_from(["Hold", "Off"]),
     enabled=st.booleans(),
 )
-def test_fallback_triggers_when_signals_vanish(
-    prefix: list[float], missing: int, fallback: str, enabled: bool
-) -> None:
+def test_fallback_triggers_when_signals_vanish(prefix: list[float], missing: int, fallback: str, enabled: bool) -> None:
     ctx = make_context(metrics_missing_intervals=missing, fallback=fallback)
     state = fresh(enabled)
     now = 0.0

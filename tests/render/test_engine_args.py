@@ -34,8 +34,19 @@ def test_vllm_args_round_trip(spec: SpeculativeConfig | None, tp: int, extra: li
 @pytest.mark.parametrize(
     ("args", "field"),
     [
-        (["--model", "m", "--speculative-config", '{"method":"ngram","num_speculative_tokens":0}'], "num_speculative_tokens"),
-        (["--model", "m", "--speculative-config", '{"method":"ngram","num_speculative_tokens":2,"model":"d"}'], "speculative.model"),
+        (
+            ["--model", "m", "--speculative-config", '{"method":"ngram","num_speculative_tokens":0}'],
+            "num_speculative_tokens",
+        ),
+        (
+            [
+                "--model",
+                "m",
+                "--speculative-config",
+                '{"method":"ngram","num_speculative_tokens":2,"model":"d"}',
+            ],
+            "speculative.model",
+        ),
         (["--model", "m", "--speculative-config", "{bad"], "speculative-config"),
         (["--speculative-config", '{"method":"ngram","num_speculative_tokens":2}'], "model"),
         (["--model", "m", "--tensor-parallel-size", "two"], "tensor-parallel-size"),

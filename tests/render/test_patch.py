@@ -30,7 +30,12 @@ def test_three_way_patch_removes_what_was_dropped() -> None:
 
 
 def test_last_applied_round_trip() -> None:
-    desired = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"type": "ClusterIP"}}
+    desired = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s"},
+        "spec": {"type": "ClusterIP"},
+    }
     stamped = with_last_applied(desired)
     assert last_applied(stamped) == desired
     assert last_applied({"metadata": {"annotations": {"specfleet.dev/last-applied": "not json"}}}) == {}

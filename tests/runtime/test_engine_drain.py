@@ -70,9 +70,7 @@ def wait_not_ready(server: EngineServer, timeout: float = 10.0) -> float:
     pytest.fail("readiness did not drop after SIGTERM")
 
 
-def test_sigterm_drains_streaming_requests(
-    tiny_models: TinyModels, tmp_path_factory: pytest.TempPathFactory
-) -> None:
+def test_sigterm_drains_streaming_requests(tiny_models: TinyModels, tmp_path_factory: pytest.TempPathFactory) -> None:
     config = engine_config(tiny_models.target, SpeculativeConfig(method="ngram", k=3))
     server = start_engine(config, tmp_path_factory.mktemp("vllm-drain"), drain_seconds=DRAIN_SECONDS)
     try:

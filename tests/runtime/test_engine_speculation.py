@@ -92,9 +92,7 @@ def test_serves_completions_and_reports_spec_counters_and_info(speculating_serve
     positions = {
         sample_position
         for sample_position in range(K)
-        if metric_value(
-            metrics, "vllm:spec_decode_num_accepted_tokens_per_pos_total", position=str(sample_position)
-        )
+        if metric_value(metrics, "vllm:spec_decode_num_accepted_tokens_per_pos_total", position=str(sample_position))
         is not None
     }
     assert positions == set(range(K))

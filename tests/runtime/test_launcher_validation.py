@@ -24,33 +24,23 @@ def rendered(speculative: SpeculativeConfig) -> list[str]:
 
 
 CASES = [
-    pytest.param(
-        rendered(SpeculativeConfig("ngram", 3, schedule=((4, 1), (2, 3)))), SCHEDULE_KEY, id="table-order"
-    ),
-    pytest.param(
-        rendered(SpeculativeConfig("ngram", 3, schedule=((4, 5),))), SCHEDULE_KEY, id="table-k-above-k"
-    ),
+    pytest.param(rendered(SpeculativeConfig("ngram", 3, schedule=((4, 1), (2, 3)))), SCHEDULE_KEY, id="table-order"),
+    pytest.param(rendered(SpeculativeConfig("ngram", 3, schedule=((4, 5),))), SCHEDULE_KEY, id="table-k-above-k"),
     pytest.param(
         spec_args(method="ngram", num_speculative_tokens=3, **{SCHEDULE_KEY: {"1": 3}}),
         SCHEDULE_KEY,
         id="table-form",
     ),
-    pytest.param(
-        rendered(SpeculativeConfig("ngram", 3, draft_model="d")), "speculative.model", id="draft-for-ngram"
-    ),
+    pytest.param(rendered(SpeculativeConfig("ngram", 3, draft_model="d")), "speculative.model", id="draft-for-ngram"),
     pytest.param(rendered(SpeculativeConfig("draft_model", 3)), "speculative.model", id="draft-missing"),
     pytest.param(rendered(SpeculativeConfig("ngram", 0)), "num_speculative_tokens", id="k-zero"),
     pytest.param(rendered(SpeculativeConfig("ngram", 99)), "num_speculative_tokens", id="k-too-large"),
-    pytest.param(
-        spec_args(method="ngram", num_speculative_tokens="3"), "num_speculative_tokens", id="k-not-int"
-    ),
+    pytest.param(spec_args(method="ngram", num_speculative_tokens="3"), "num_speculative_tokens", id="k-not-int"),
     pytest.param(rendered(SpeculativeConfig("medusa", 3)), "speculative.method", id="unknown-method"),
     pytest.param(["--model", "m", "--speculative-config", "{"], "speculative-config", id="not-json"),
     pytest.param(["--max-model-len", "512"], "model", id="no-model"),
     pytest.param(["--model", "m", "--tensor-parallel-size", "two"], "tensor-parallel-size", id="tp-not-int"),
-    pytest.param(
-        ["--model", "m", "--tensor-parallel-size=4"], "tensor-parallel-size", id="managed-extra-arg"
-    ),
+    pytest.param(["--model", "m", "--tensor-parallel-size=4"], "tensor-parallel-size", id="managed-extra-arg"),
     pytest.param([], "args", id="no-args"),
 ]
 

@@ -24,9 +24,7 @@ from specfleet.runtime.settings import (
 DRAFT = EngineConfig(
     model="meta-llama/Llama-3.1-8B-Instruct",
     served_model_name="llama",
-    speculative=SpeculativeConfig(
-        method="draft_model", k=4, draft_model="tiny-draft", schedule=((2, 4), (8, 2))
-    ),
+    speculative=SpeculativeConfig(method="draft_model", k=4, draft_model="tiny-draft", schedule=((2, 4), (8, 2))),
 )
 
 

@@ -96,9 +96,7 @@ def counter(name: str, value: float, extra: dict[str, str] | None = None) -> Cou
     return family
 
 
-def histogram(
-    name: str, shares: tuple[tuple[float, float], ...], count: float, mean: float
-) -> HistogramMetricFamily:
+def histogram(name: str, shares: tuple[tuple[float, float], ...], count: float, mean: float) -> HistogramMetricFamily:
     family = HistogramMetricFamily(name, "", labels=ENGINE)
     cumulative, total = [], 0.0
     for bound, share in shares:

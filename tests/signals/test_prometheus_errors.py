@@ -98,9 +98,7 @@ async def test_server_errors_are_retried_with_backoff_then_reported() -> None:
 
 
 async def test_bearer_token_is_sent_and_never_logged(caplog: pytest.LogCaptureFixture) -> None:
-    stub = Stub(
-        lambda headers: (200, EMPTY) if headers.get("Authorization") == f"Bearer {TOKEN}" else (401, b"no")
-    )
+    stub = Stub(lambda headers: (200, EMPTY) if headers.get("Authorization") == f"Bearer {TOKEN}" else (401, b"no"))
     caplog.set_level(logging.DEBUG)
     for url in serve(stub):
         accepted = await read_with(url, bearer_token=TOKEN)

@@ -85,9 +85,7 @@ class Fleet:
         self.server.set_targets("scenario", groups)
 
     def target(self, namespace: str, deployment: str, config_hash: str = "h1") -> FleetTarget:
-        pods = tuple(
-            pod.endpoint for pod in self.pods if (pod.namespace, pod.deployment) == (namespace, deployment)
-        )
+        pods = tuple(pod.endpoint for pod in self.pods if (pod.namespace, pod.deployment) == (namespace, deployment))
         return FleetTarget(namespace, deployment, config_hash, pods)
 
 
@@ -175,9 +173,7 @@ async def test_batched_read_matches_the_scripted_fleet(fleet: Fleet) -> None:
     assert steady.evidence is not None
     assert steady.evidence.acceptance is not None
     assert steady.evidence.acceptance.pods == 2
-    assert steady.evidence.acceptance.samples == pytest.approx(
-        2 * STEADY.drafts_per_second * WINDOW, rel=0.05
-    )
+    assert steady.evidence.acceptance.samples == pytest.approx(2 * STEADY.drafts_per_second * WINDOW, rel=0.05)
     assert steady.missing is None
 
     nospec = signals(results[("team-a", "nospec")])
@@ -191,12 +187,8 @@ async def test_batched_read_matches_the_scripted_fleet(fleet: Fleet) -> None:
 
 
 async def test_counter_reset_mid_window_keeps_rates_right(fleet: Fleet) -> None:
-    result = signals(
-        (await reader(fleet.server).read([fleet.target("team-b", "reset")], WINDOW))[("team-b", "reset")]
-    )
-    assert result.acceptance_length == pytest.approx(
-        expected_acceptance_length(STEADY.acceptance or ()), rel=1e-6
-    )
+    result = signals((await reader(fleet.server).read([fleet.target("team-b", "reset")], WINDOW))[("team-b", "reset")])
+    assert result.acceptance_length == pytest.approx(expected_acceptance_length(STEADY.acceptance or ()), rel=1e-6)
     # Without reset handling the increase over the window would be negative or tiny.
     assert result.qps == pytest.approx(STEADY.requests_per_second, rel=0.15)
 
@@ -221,15 +213,11 @@ async def test_a_pod_that_disappears_stops_counting_as_a_replica(fleet: Fleet) -
     assert shrink.evidence is not None
     assert shrink.evidence.acceptance is not None
     assert shrink.evidence.acceptance.pods == 2  # its work earlier in the window still counts
-    assert shrink.acceptance_length == pytest.approx(
-        expected_acceptance_length(STEADY.acceptance or ()), rel=1e-6
-    )
+    assert shrink.acceptance_length == pytest.approx(expected_acceptance_length(STEADY.acceptance or ()), rel=1e-6)
 
 
 async def test_nan_and_empty_rates_become_unset_values(fleet: Fleet) -> None:
-    result = signals(
-        (await reader(fleet.server).read([fleet.target("team-c", "nan")], WINDOW))[("team-c", "nan")]
-    )
+    result = signals((await reader(fleet.server).read([fleet.target("team-c", "nan")], WINDOW))[("team-c", "nan")])
     assert result.acceptance_length is None  # no draft round in the window: 0/0
     assert result.evidence is not None
     assert result.evidence.acceptance is not None

@@ -111,9 +111,7 @@ def test_answers_are_grouped_per_configuration() -> None:
 
 
 def test_rows_without_the_grouping_labels_or_a_number_are_skipped() -> None:
-    stats = parse_results(
-        {"counter:drafts": [{"metric": {"pod": "p"}, "value": [0, "1"]}, row("x", pod="p")]}, LABELS
-    )
+    stats = parse_results({"counter:drafts": [{"metric": {"pod": "p"}, "value": [0, "1"]}, row("x", pod="p")]}, LABELS)
     assert stats == {}
 
 

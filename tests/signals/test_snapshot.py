@@ -26,9 +26,7 @@ def snapshot(time: float, drafts: float, accepted0: float, running: float) -> Sn
         time,
         (
             Sample("spec_decode_num_drafts_total", {"engine": "0"}, drafts),
-            Sample(
-                "spec_decode_num_accepted_tokens_per_pos_total", {"engine": "0", "position": "0"}, accepted0
-            ),
+            Sample("spec_decode_num_accepted_tokens_per_pos_total", {"engine": "0", "position": "0"}, accepted0),
             Sample("request_time_per_output_token_seconds_bucket", {"le": "+Inf"}, drafts),
             Sample("num_requests_running", {"engine": "0"}, running),
         ),

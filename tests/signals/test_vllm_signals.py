@@ -67,9 +67,7 @@ def test_readers_match_hand_computed_acceptance(
     }
     # In a cluster the PodMonitor's relabelling attaches these; here the discovered target carries them.
     prometheus_server.set_targets("vllm", [(server.url.removeprefix("http://"), labels)])
-    target = FleetTarget(
-        "engines", "tiny-ngram", "k3", (PodEndpoint("tiny-ngram-0", server.metrics_url, "k3"),)
-    )
+    target = FleetTarget("engines", "tiny-ngram", "k3", (PodEndpoint("tiny-ngram-0", server.metrics_url, "k3"),))
     drafts_selector = f'{{__name__=~"vllm[:_]{DRAFTS}", {LABELS.deployment}="tiny-ngram"}}'
     try:
         stored = prometheus_server.wait_for(drafts_selector, bool)

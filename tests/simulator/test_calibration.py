@@ -72,9 +72,7 @@ def test_best_fixed_k_moves_from_5_to_3_around_bs32_on_8b() -> None:
     assert 16 <= flips[0] <= 48
 
 
-@pytest.mark.parametrize(
-    ("k", "published"), [(1, 1.66), (2, 2.04), (3, 2.25), (4, 2.39), (5, 2.48), (7, 2.58)]
-)
+@pytest.mark.parametrize(("k", "published"), [(1, 1.66), (2, 2.04), (3, 2.25), (4, 2.39), (5, 2.48), (7, 2.58)])
 def test_sharegpt_eagle_mean_length_by_k(k: int, published: float) -> None:
     """Read back from the pod's counters, as the operator would: L = 1 + accepted / drafts."""
     measured = closed_batch(PERF_8B, SHAREGPT, EAGLE, 16, static(k), seconds=120).acceptance_length

@@ -57,9 +57,7 @@ def test_goal_report_compares_auto_to_the_best_static(evaluation: Evaluation) ->
     report = goal_report(evaluation)
     s = evaluation.summaries
     assert report.best_static == min(BASELINES, key=lambda name: s[name].tpot_mean)
-    assert report.gain_vs_best_static == pytest.approx(
-        1 - s[AUTO].tpot_mean / s[report.best_static].tpot_mean
-    )
+    assert report.gain_vs_best_static == pytest.approx(1 - s[AUTO].tpot_mean / s[report.best_static].tpot_mean)
     assert set(report.met) == {
         "gain >= 10% vs best static",
         "within 3% of oracle",
@@ -79,9 +77,7 @@ def test_cli_replays_a_csv_trace(tmp_path: Path) -> None:
     trace = tmp_path / "yesterday.csv"
     trace.write_text("time,qps,code-en,chat-fr\n0,8,1,0\n600,30,0,1\n1200,8,1,1\n")
     policy = tmp_path / "policy.yaml"
-    policy.write_text(
-        "apiVersion: specfleet.dev/v1alpha1\nkind: SpeculationPolicy\nspec:\n  cooldownSeconds: 300\n"
-    )
+    policy.write_text("apiVersion: specfleet.dev/v1alpha1\nkind: SpeculationPolicy\nspec:\n  cooldownSeconds: 300\n")
     out = tmp_path / "out"
     code = main(["--trace", str(trace), "--policy", str(policy), "--replicas", "2", "--out", str(out)])
     assert code == 0

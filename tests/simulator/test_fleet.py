@@ -53,9 +53,7 @@ class SwitchAt:
     def initial(self) -> SpecConfig:
         return self.before
 
-    def observe(
-        self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], current: SpecConfig
-    ) -> SpecConfig:
+    def observe(self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], current: SpecConfig) -> SpecConfig:
         self.seen.append((now, [p.config_hash for p in pods], list(ready)))
         return self.after if now >= self.at else self.before
 

@@ -38,9 +38,7 @@ def test_exposition_parses_with_vllm_names_and_types() -> None:
     families = {f.name: f for f in text_string_to_metric_families(_scrape(static(3)))}
     for name, kind in VLLM_FAMILIES.items():
         assert families[name].type == kind, name
-    positions = [
-        s.labels["position"] for s in families["vllm:spec_decode_num_accepted_tokens_per_pos"].samples
-    ]
+    positions = [s.labels["position"] for s in families["vllm:spec_decode_num_accepted_tokens_per_pos"].samples]
     assert positions == ["0", "1", "2"]  # fixed to the startup k
     for sample in families["vllm:num_requests_running"].samples:
         assert sample.labels == {"engine": "0", "model_name": "meta-llama/Llama-3.1-8B-Instruct"}

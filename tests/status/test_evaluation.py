@@ -39,11 +39,13 @@ def _fold(decision: Decision, previous: SpecDecodeDeploymentStatus | None = None
 
 def test_applied_change_is_carried_out_recorded_and_announced() -> None:
     outcome = _fold(_decision(Action.DISABLE, Reason.LOSS, SpecConfig.off()))
-    assert outcome.apply is not None and outcome.apply.enabled is False
+    assert outcome.apply is not None
+    assert outcome.apply.enabled is False
     assert outcome.status.decisions[-1].action == "disable"
     assert [e.reason for e in outcome.events] == ["SpeculationDisabled"]
     assert outcome.status.policy_state["current"]["enabled"] is False
-    assert outcome.status.signals is not None and outcome.status.signals.acceptance_length == 2.1
+    assert outcome.status.signals is not None
+    assert outcome.status.signals.acceptance_length == 2.1
 
 
 def test_recommendation_changes_nothing_but_says_so_once() -> None:

@@ -1,0 +1,169 @@
+"""SHELL one demo run's moving parts, started in order and stopped in reverse: the harness of the demo and
+of the end-to-end tests.
+
+Emulator (the Kubernetes API on loopback) → CRDs → the demo's SpeculationPolicy and SpecDecodeDeployments →
+Prometheus (when wanted) → the local fleet → the real operator (the same code and flags as in a cluster, with
+its own evaluation interval) → traffic, once every deployment's first pods are ready.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import kubernetes.config
+
+from specfleet.operator.api.constants import API_VERSION, SDD_PLURAL
+from specfleet.operator.api.crdgen import all_crds
+from specfleet.operator.config import OperatorConfig
+from specfleet.operator.demo.fleet import FleetOptions, LocalFleet
+from specfleet.operator.demo.kubelet import Target
+from specfleet.operator.demo.prometheus import Prometheus, find_prometheus
+from specfleet.operator.demo.resources import FleetSpec, deployment_manifest, policy_manifest
+from specfleet.operator.demo.timeline import Timeline
+from specfleet.operator.demo.traffic import demo_trace
+from specfleet.operator.emulator import EmulatorServer, kopf_peering_crds
+from specfleet.operator.runner import BackgroundOperator
+from specfleet.operator.simulator.traces import Trace
+
+SignalsSource = Literal["auto", "prometheus", "scrape"]
+# Peak fleet-wide load per replica: about 1.7x the crossover of n-gram on GSM8K-like traffic (8B, H100).
+PEAK_QPS_PER_REPLICA = 50.0
+READY_TIMEOUT = 60.0
+
+
+@dataclass
+class DemoConfig:
+    workdir: Path
+    fleets: tuple[FleetSpec, ...] = (FleetSpec("chat"),)
+    namespace: str = "default"
+    trace: str = "day"
+    duration: float = 120.0
+    peak_qps_per_replica: float = PEAK_QPS_PER_REPLICA
+    signals: SignalsSource = "auto"
+    operator_interval: float = 2.0
+    policy_overrides: dict[str, Any] = field(default_factory=dict)
+    fleet: FleetOptions = field(default_factory=FleetOptions)
+
+    def trace_of(self, fleet: FleetSpec) -> Trace:
+        return demo_trace(self.trace, self.peak_qps_per_replica * fleet.replicas, self.duration, fleet.traffic_class)
+
+
+class DemoSession:
+    """`with DemoSession(config) as demo:` everything runs and traffic flows; leaving stops it all."""
+
+    def __init__(self, config: DemoConfig) -> None:
+        self.config = config
+        self.emulator = EmulatorServer()
+        self.kubeconfig = config.workdir / "kubeconfig"
+        self.prometheus: Prometheus | None = None
+        self.fleet: LocalFleet | None = None
+        self.operator: BackgroundOperator | None = None
+        self.traces = {fleet.name: config.trace_of(fleet) for fleet in config.fleets}
+        self._stack = contextlib.ExitStack()
+
+    def __enter__(self) -> DemoSession:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        config = self.config
+        config.workdir.mkdir(parents=True, exist_ok=True)
+        self.emulator.start()
+        self._stack.callback(self.emulator.stop)
+        self.emulator.write_kubeconfig(self.kubeconfig)
+        for crd in [*kopf_peering_crds(), *all_crds().values()]:
+            self.emulator.apply(crd)
+        if config.namespace != "default":
+            self.emulator.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": config.namespace}})
+        self.emulator.apply(policy_manifest(config.namespace, config.policy_overrides))
+        for fleet in config.fleets:
+            self.emulator.apply(deployment_manifest(fleet, config.namespace, config.fleet.gpu))
+        self.prometheus = self._start_prometheus()
+        client = kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
+        self.fleet = LocalFleet(client, config.namespace, config.fleet, on_targets=self._targets_writer())
+        self._stack.callback(self.fleet.stop)
+        self.fleet.start()
+        for name, trace in self.traces.items():
+            self.fleet.drive(name, trace)
+        operator_config = OperatorConfig(
+            kubeconfig=str(self.kubeconfig),
+            standalone=True,
+            health_port=0,
+            metrics_port=0,
+            interval_seconds=config.operator_interval,
+            prometheus_url=self.prometheus.url if self.prometheus else None,
+            namespaces=(config.namespace,),
+        )
+        self.operator = BackgroundOperator(operator_config)
+        self._stack.callback(self.operator.stop)
+        self.operator.start()
+        self._wait_ready()
+        self.fleet.start_traffic()
+
+    def stop(self) -> None:
+        self._stack.close()
+
+    def _start_prometheus(self) -> Prometheus | None:
+        wanted = self.config.signals
+        binary = find_prometheus()
+        if wanted == "scrape" or (wanted == "auto" and binary is None):
+            return None
+        if binary is None:
+            raise RuntimeError("--signals prometheus: no prometheus binary on PATH")
+        prometheus = Prometheus(self.config.workdir / "prometheus", binary)
+        self._stack.callback(prometheus.stop)
+        return prometheus
+
+    def _targets_writer(self) -> Callable[[list[Target]], None] | None:
+        prometheus = self.prometheus
+        if prometheus is None:
+            return None
+        return lambda targets: prometheus.set_targets("pods", targets)
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if all(
+                (self.sdd(f.name) or {}).get("status", {}).get("readyReplicas", 0) >= f.replicas
+                for f in self.config.fleets
+            ):
+                return
+            time.sleep(0.2)
+        raise TimeoutError("the demo's pods did not become ready")
+
+    @property
+    def signals_source(self) -> str:
+        return f"Prometheus at {self.prometheus.url}" if self.prometheus else "direct scrape of the pods"
+
+    def new_timeline(self) -> Timeline:
+        """A timeline whose clock starts with the traffic."""
+        assert self.fleet is not None
+        return Timeline(epoch=time.time() - (self.fleet.trace_time() or 0.0))
+
+    def sample(self, timeline: Timeline) -> float:
+        """Record every deployment now; the seconds since traffic started."""
+        assert self.fleet is not None
+        now = self.fleet.trace_time() or 0.0
+        for name, trace in self.traces.items():
+            sdd = self.sdd(name)
+            if sdd is not None:
+                timeline.record(now, sdd, float(trace.qps_at(now)))
+        return now
+
+    def sdd(self, name: str) -> dict[str, Any] | None:
+        return self.emulator.get(API_VERSION, SDD_PLURAL, name, self.config.namespace)
+
+    def kubectl_hint(self) -> str:
+        return f"kubectl --kubeconfig {self.kubeconfig} -n {self.config.namespace}"
