@@ -13,10 +13,11 @@ import argparse
 import pathlib
 import tempfile
 
-from specfleet.operator.emulator import EmulatorServer, kopf_peering_crds
-from tests.fixtures.cluster import CRDS_DIR
-from tests.fixtures.prometheus import start_prometheus, stop
+from specfleet.operator.emulator import EmulatorServer
+from tests.fixtures.deps import require_binary
+from tests.fixtures.prometheus import PrometheusServer
 from tests.reliability.crash import Campaign
+from tests.reliability.process import install_cluster
 
 
 def main() -> int:
@@ -27,16 +28,13 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, EmulatorServer() as emulator:
         base = pathlib.Path(tmp)
-        for crd in kopf_peering_crds():
-            emulator.apply(crd)
-        emulator.apply_path(CRDS_DIR)
-        kubeconfig = emulator.write_kubeconfig(base / "kubeconfig")
-        process, prometheus = start_prometheus(base / "prometheus")
+        kubeconfig = install_cluster(emulator, base)
+        prometheus = PrometheusServer(base / "prometheus", require_binary("prometheus"))
         try:
             campaign = Campaign(emulator, prometheus, kubeconfig, base, "crash", seed=args.seed)
             report = campaign.run(args.kills, max_delay=args.max_delay)
         finally:
-            stop(process)
+            prometheus.stop()
         for line in report.lines():
             print(line)
         for problem in [*report.history_violations, *report.unconverged, *report.crash_lines]:

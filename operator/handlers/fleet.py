@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from specfleet.operator.api.parse import InvalidSpecError, parse_spec
+from specfleet.operator.api.parse import InvalidSpecError, parse_resource
 from specfleet.operator.api.types import SpecDecodeDeploymentSpec, SpecDecodeDeploymentStatus, SpeculationState
 from specfleet.operator.handlers.children import Outcome, apply_child
 from specfleet.operator.handlers.context import OperatorContext, now_iso
@@ -31,6 +31,8 @@ class EventNote:
 class SyncResult:
     status: SpecDecodeDeploymentStatus
     events: list[EventNote] = field(default_factory=list)
+    # The object's resourceVersion the status was computed on, when the step itself wrote to it.
+    resource_version: str | None = None
 
 
 def owner_of(body: dict[str, Any]) -> Owner:
@@ -50,7 +52,7 @@ async def sync_fleet(
     generation = meta.get("generation")
     now = now_iso()
     try:
-        spec = parse_spec(body.get("spec"))
+        spec = parse_resource(body)
     except InvalidSpecError as exc:
         message = str(exc)
         already_reported = any(c.reason == "InvalidSpec" and c.message == message for c in previous.conditions)
@@ -85,7 +87,7 @@ def replica_status(body: dict[str, Any], deployment: dict[str, Any]) -> SyncResu
     """The owner's status with the Deployment's replica counts, its configuration untouched."""
     previous = SpecDecodeDeploymentStatus.model_validate(body.get("status") or {})
     try:
-        spec = parse_spec(body.get("spec"))
+        spec = parse_resource(body)
     except InvalidSpecError:
         return SyncResult(previous)
     state = previous.speculation or initial_speculation(spec)

@@ -17,14 +17,15 @@ from specfleet.operator.api.constants import (
     SDD_PLURAL,
     VERSION,
 )
-from specfleet.operator.api.parse import InvalidSpecError, parse_spec
+from specfleet.operator.api.parse import InvalidSpecError, parse_resource
 from specfleet.operator.api.types import SpecDecodeDeploymentStatus
 from specfleet.operator.config import OperatorConfig
 from specfleet.operator.handlers.context import OperatorContext
+from specfleet.operator.handlers.converge import converge
 from specfleet.operator.handlers.evaluate import evaluate, watched
 from specfleet.operator.handlers.fleet import SyncResult, replica_status, sync_fleet
 from specfleet.operator.handlers.pods import pod_endpoint
-from specfleet.operator.kubeapi import ApiError, Ref, sdd_ref
+from specfleet.operator.kubeapi import Ref
 from specfleet.operator.policy.defaults import WINDOW_SECONDS
 
 SDD = (GROUP, VERSION, SDD_PLURAL)
@@ -55,7 +56,7 @@ def fleets(namespace: str, name: str, spec: kopf.Spec, status: kopf.Status, memo
     ctx: OperatorContext = memo.ctx
     config_hash = (status.get("speculation") or {}).get("configHash")
     try:
-        parsed = parse_spec(dict(spec))
+        parsed = parse_resource({"metadata": {"name": name}, "spec": dict(spec)})
     except InvalidSpecError:
         return None
     if not config_hash:
@@ -74,9 +75,7 @@ def fleet_pods(namespace: str, body: kopf.Body, **_: Any) -> Any:
     return {(namespace, body["metadata"]["labels"][LABEL_DEPLOYMENT]): endpoint}
 
 
-async def on_evaluate(
-    body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, fleets: kopf.Index, fleet_pods: kopf.Index, **_: Any
-) -> None:
+async def on_evaluate(body: kopf.Body, memo: kopf.Memo, fleets: kopf.Index, fleet_pods: kopf.Index, **_: Any) -> None:
     ctx: OperatorContext = memo.ctx
     key = (body["metadata"].get("namespace", "default"), body["metadata"]["name"])
     pods = list(fleet_pods.get(key, []))
@@ -85,17 +84,18 @@ async def on_evaluate(
         for k, store in fleets.items()
         for w in store
     ]
-    # Level-triggered: replica counts are refreshed every tick, whatever Deployment events were missed.
-    current = dict(body)
-    deployment = await ctx.api.get(Ref("apps/v1", "Deployment", key[0], key[1]))
-    refreshed = (
-        replica_status(current, deployment)
-        if deployment is not None
-        else SyncResult(SpecDecodeDeploymentStatus.model_validate(current.get("status") or {}))
-    )
-    result = await evaluate(ctx, {**current, "status": refreshed.status.to_api()}, pods, peers) or refreshed
-    patch["status"] = result.status.to_api()
-    _post_events(body, result)
+
+    async def tick(owner: dict[str, Any]) -> SyncResult:
+        # Level-triggered: replica counts are refreshed every tick, whatever Deployment events were missed.
+        deployment = await ctx.api.get(Ref("apps/v1", "Deployment", key[0], key[1]))
+        refreshed = (
+            replica_status(owner, deployment)
+            if deployment is not None
+            else SyncResult(SpecDecodeDeploymentStatus.model_validate(owner.get("status") or {}))
+        )
+        return await evaluate(ctx, {**owner, "status": refreshed.status.to_api()}, pods, peers) or refreshed
+
+    await converge(ctx, key[0], key[1], tick)
 
 
 def on_fleet_deleted(namespace: str, name: str, memo: kopf.Memo, **_: Any) -> None:
@@ -133,10 +133,14 @@ def login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
     )
 
 
-async def on_fleet_changed(body: kopf.Body, patch: kopf.Patch, memo: kopf.Memo, diff: kopf.Diff, **_: Any) -> None:
-    result = await sync_fleet(memo.ctx, dict(body), restart_from_spec=speculation_respecified(diff))
-    patch["status"] = result.status.to_api()
-    _post_events(body, result)
+async def on_fleet_changed(namespace: str, name: str, memo: kopf.Memo, diff: kopf.Diff, **_: Any) -> None:
+    ctx: OperatorContext = memo.ctx
+    respecified = speculation_respecified(diff)
+
+    async def reconcile(owner: dict[str, Any]) -> SyncResult:
+        return await sync_fleet(ctx, owner, restart_from_spec=respecified)
+
+    await converge(ctx, namespace, name, reconcile)
 
 
 async def on_child_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
@@ -150,27 +154,12 @@ async def on_child_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) 
     namespace = body.get("metadata", {}).get("namespace")
     if not owner_name or not namespace:
         return
-    ref = sdd_ref(namespace, owner_name)
-    for _attempt in range(CONFLICT_RETRIES):
-        owner = await ctx.api.get(ref)
-        if owner is None or owner["metadata"].get("deletionTimestamp"):
-            return
-        if type == "DELETED":
-            result = await sync_fleet(ctx, owner)
-        else:
-            result = replica_status(owner, dict(body))
-        guarded = {"metadata": {"resourceVersion": owner["metadata"]["resourceVersion"]}}
-        try:
-            await ctx.api.patch(ref, {**guarded, "status": result.status.to_api()}, subresource="status")
-        except ApiError as exc:
-            if exc.status == 409:
-                continue
-            raise
-        _post_events(owner, result)
-        return
+    deployment = dict(body)
 
+    async def refresh(owner: dict[str, Any]) -> SyncResult:
+        return await sync_fleet(ctx, owner) if type == "DELETED" else replica_status(owner, deployment)
 
-CONFLICT_RETRIES = 3
+    await converge(ctx, namespace, owner_name, refresh)
 
 
 def speculation_respecified(diff: kopf.Diff) -> bool:
@@ -183,8 +172,3 @@ def speculation_respecified(diff: kopf.Diff) -> bool:
 
 
 RESPECIFYING_FIELDS = {"method", "draftModel", "numSpeculativeTokens"}
-
-
-def _post_events(body: Any, result: SyncResult) -> None:
-    for note in result.events:
-        kopf.event(body, type=note.type, reason=note.reason, message=note.message)

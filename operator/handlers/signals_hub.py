@@ -93,6 +93,8 @@ class SignalsHub:
             reader = await self._reader(source)
         except LookupError as exc:
             return {t.key: Unavailable("PrometheusCredentialsMissing", str(exc)) for t in targets}
+        except ValueError as exc:  # a URL the client cannot use: say so, never fail the tick
+            return {t.key: Unavailable("PrometheusConfigInvalid", str(exc)[:200]) for t in targets}
         return await reader.read(targets, window)
 
     async def _reader(self, source: Source) -> SignalsReader:

@@ -91,6 +91,22 @@ class AcceptanceMemory:
     measured_at: float
 
 
+def merge(measured: Curve, memory: AcceptanceMemory | None) -> Curve:
+    """The measured positions, then the remembered deeper ones at their remembered conditional acceptance.
+
+    A window that drafted fewer positions than an earlier one says nothing about the deeper ones; dropping
+    them would let the extrapolation (prior conditional) stand in for a measurement and flap the table.
+    """
+    if memory is None or len(memory.curve) <= len(measured) or not measured:
+        return measured
+    old = memory.curve
+    out = list(measured)
+    for i in range(len(measured), len(old)):
+        conditional = old[i] / old[i - 1] if old[i - 1] > 0 else 0.0
+        out.append(out[-1] * conditional)
+    return tuple(out)
+
+
 def remembered(memory: AcceptanceMemory | None, prior: AcceptancePrior, now: float, depth: int) -> Curve:
     """The curve to predict with: the measured one, faded toward the prior as it ages."""
     base = prior_curve(prior, depth)

@@ -150,9 +150,15 @@ def speedup(
     batch: float,
     correction_off: float = 1.0,
     correction_spec: float = 1.0,
+    *,
+    drafter_loaded: bool = False,
 ) -> float:
-    """S(k,B) = E(k)·C_off(B)/C_spec(k,B), each step cost scaled by its calibrated correction factor."""
-    if k == 0:
+    """S(k,B) = E(k)·C_off(B)/C_spec(k,B), each step cost scaled by its calibrated correction factor.
+
+    k=0 is plain decoding (1.0) unless the drafter is loaded anyway — a batch-size table's k=0 row: vLLM
+    still runs the drafter's pass then, so S(0,B) = C_off/C_spec(0,B) < 1 (the drafter tax).
+    """
+    if k == 0 and not drafter_loaded:
         return 1.0
     b = max(batch, 1.0)
     off = cost.step_off(b) * correction_off

@@ -1,9 +1,10 @@
 """Stability and safety gates between a proposal and an action.
 
-Unit of the switching-cost test: replica-seconds of serving capacity. A switch predicted to change each
-replica's throughput by `gain` (relative) for the expected dwell earns gain * expected_dwell * replicas; the
-rolling restart costs restart_cost_seconds per replica. The budget counts every restart-bound change in the
-rolling hour, rollbacks included; a TUNE change also keeps one restart in reserve for its own rollback.
+Unit of the switching-cost test: seconds of fleet-wide relative TPOT. A switch predicted to change the speed
+by `gain` (relative) for the expected dwell earns gain * expected_dwell; the rolling restart costs, for each
+replica's restart time in turn, the TPOT rise it causes at the forecast load (see `_switching`). The budget
+counts every restart-bound change in the rolling hour, rollbacks included; a TUNE change also keeps one
+restart in reserve for its own rollback.
 """
 
 from __future__ import annotations
@@ -50,11 +51,9 @@ def _tune_gates(
     held = now - state.pending.since
     if held < policy.dwell_seconds:
         return _blocked(proposal, Reason.DWELL, f"held {held:.0f}/{policy.dwell_seconds} s"), state
-    replicas = max(ctx.fleet.replicas, 0)
-    earned = proposal.gain * policy.expected_dwell_seconds * replicas
-    cost = policy.restart_cost_seconds * replicas
+    earned, cost = _switching(proposal, state, obs, ctx)
     if earned <= cost:
-        detail = f"gain {earned:.0f} ≤ restart cost {cost:.0f} replica-seconds"
+        detail = f"gain {earned:.0f} ≤ restart cost {cost:.0f} s of TPOT"
         return _blocked(proposal, Reason.SWITCHING_COST, detail), state
     if state.last_change_at is not None and now - state.last_change_at < policy.cooldown_seconds:
         since = now - state.last_change_at
@@ -63,10 +62,29 @@ def _tune_gates(
     return None, state
 
 
+def _switching(proposal: Proposal, state: PolicyState, obs: Observation, ctx: Context) -> tuple[float, float]:
+    """(earned, cost) of a switch, both in seconds of the fleet's whole TPOT (relative change x duration).
+
+    Earned: the predicted relative gain held for the expected dwell. Cost: the rollout — each replica out
+    for its restart in turn — slows the others by the predicted `rollout_slowdown` at the forecast load,
+    never less than the capacity share one pod carries (1/n). A restart is thus cheap off-peak and dear
+    near saturation, where it is deferred. The restart time is the policy's, or the last rollout's measured
+    time per pod when that was longer; a policy's zero turns the test off.
+    """
+    policy, replicas = ctx.policy, max(ctx.fleet.replicas, 1)
+    restart = policy.restart_cost_seconds and max(policy.restart_cost_seconds, state.restart_seconds or 0.0)
+    load = obs.forecast if obs.forecast is not None else 1.0
+    slowdown = max(obs.predictor.rollout_slowdown(state.current, load, replicas), 1.0 / replicas)
+    return proposal.gain * policy.expected_dwell_seconds, restart * replicas * slowdown
+
+
 def _thin_evidence(obs: Observation, state: PolicyState, ctx: Context) -> str | None:
     if obs.pods < ctx.policy.min_pods:
         return f"{obs.pods} pods reporting < {ctx.policy.min_pods}"
-    if state.current.enabled and obs.samples < ctx.policy.min_samples:
+    # Acceptance is only sampled while the engine drafts: a table at its k=0 row measures none, and needs
+    # none to be judged (its cost is the drafter tax, not acceptance).
+    drafting = state.current.k_at(obs.batch) > 0 if obs.batch is not None else state.current.enabled
+    if drafting and obs.samples < ctx.policy.min_samples:
         return f"{obs.samples} acceptance samples < {ctx.policy.min_samples}"
     return None
 

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from specfleet.operator.api.types import Signals
-from specfleet.operator.policy.acceptance import AcceptanceMemory, Curve, clean, curve_from_length, remembered
+from specfleet.operator.policy.acceptance import (
+    AcceptanceMemory,
+    Curve,
+    clean,
+    curve_from_length,
+    merge,
+    remembered,
+)
 from specfleet.operator.policy.calibration import OFF, SPEC, Calibration
 from specfleet.operator.policy.context import Context
 from specfleet.operator.policy.costmodel import CostModel, context_from_signals
@@ -58,7 +66,7 @@ def learn(now: float, signals: Signals | None, state: PolicyState, ctx: Context)
     if fresh and state.current.enabled and (signals.samples or 0) >= ctx.policy.min_samples:
         measured = _measured_curve(signals, state.current)
         if measured:
-            state = replace(state, acceptance=AcceptanceMemory(measured, now))
+            state = replace(state, acceptance=AcceptanceMemory(merge(measured, state.acceptance), now))
     if fresh and signals.tpot_seconds is not None:
         state = replace(state, calibration=_calibrate(state.calibration, cost, state.current, batch, signals))
     return state, _observation(now, signals, state, ctx, cost, fresh=fresh)
@@ -70,11 +78,30 @@ def _fresh(signals: Signals, ctx: Context) -> bool:
 
 
 def _measured_curve(signals: Signals, current: SpecConfig) -> Curve | None:
+    depth = drafted_depth(signals, current)
     if signals.acceptance_by_position:
-        return clean(signals.acceptance_by_position)
+        return clean(signals.acceptance_by_position)[:depth]
     if signals.acceptance_length is not None:
-        return curve_from_length(signals.acceptance_length, current.k)
+        return curve_from_length(signals.acceptance_length, depth)
     return None
+
+
+def drafted_depth(signals: Signals, current: SpecConfig) -> int:
+    """How many positions were drafted on (nearly) every verify step of the window.
+
+    vLLM divides each position's accepted count by all drafts, so under a batch-size table a position that
+    only the smaller batches draft reads too low (a row of k=1 makes a_2 look like zero). Positions up to the
+    k of the busiest batches (the p90 concurrency) are unbiased; the mean k per draft, (L-1)/acceptance rate,
+    caps that where the signals carry it.
+    """
+    if not current.schedule:
+        return max(current.k, 1)
+    busiest = signals.concurrency_p90 or signals.concurrency_per_replica or 1.0
+    depth = current.k_at(busiest)
+    rate, length = signals.draft_acceptance_rate, signals.acceptance_length
+    if rate and length is not None and length > 1:
+        depth = min(depth, math.floor((length - 1) / rate + 1e-6))
+    return max(depth, 1)
 
 
 def _calibrate(
@@ -83,13 +110,14 @@ def _calibrate(
     """One observed step cost against the raw prior: TPOT off, TPOT·L under speculation."""
     assert signals.tpot_seconds is not None
     b = max(batch, 1.0)
-    k = current.k_at(b)
-    if k == 0:
+    if not current.enabled:
         return calibration.observe(OFF, b, signals.tpot_seconds, cost.step_off(b))
-    if signals.acceptance_length is None:
+    # A table's k=0 row is still a speculating engine (the drafter runs): its steps calibrate SPEC, not OFF.
+    k = current.k_at(b)
+    length = 1.0 if k == 0 else signals.acceptance_length
+    if length is None:
         return calibration
-    observed = signals.tpot_seconds * signals.acceptance_length
-    return calibration.observe(SPEC, b, observed, cost.step_spec(k, b))
+    return calibration.observe(SPEC, b, signals.tpot_seconds * length, cost.step_spec(k, b))
 
 
 def _observation(

@@ -12,6 +12,8 @@ from specfleet.operator.policy.state import SpecConfig
 
 # Loads the guarded speed-up is judged at: 1 to 4096 sequences, 2^(1/4) (≈19 %) apart.
 LOAD_GRID = tuple(2 ** (i / 4) for i in range(49))
+# Fixed-point steps for the batch a rolling restart settles at (converges in a few away from saturation).
+ROLLOUT_ITERATIONS = 20
 
 
 @dataclass(frozen=True)
@@ -20,8 +22,8 @@ class Predictor:
     curve: Curve
     calibration: Calibration
 
-    def speedup(self, k: int, batch: float) -> float:
-        """Calibrated S(k,B); 1.0 for k=0 (no drafting)."""
+    def speedup(self, k: int, batch: float, *, drafter_loaded: bool = False) -> float:
+        """Calibrated S(k,B); for k=0 1.0 (speculation off) or the drafter tax (a table's k=0 row)."""
         return speedup(
             self.cost,
             self.curve,
@@ -29,6 +31,7 @@ class Predictor:
             batch,
             self.calibration.factor(OFF, batch),
             self.calibration.factor(SPEC, batch),
+            drafter_loaded=drafter_loaded,
         )
 
     def best(self, batch: float, k_range: range) -> tuple[int, float]:
@@ -53,12 +56,31 @@ class Predictor:
         return lowest
 
     def config_speedup(self, config: SpecConfig, batch: float) -> float:
-        return self.speedup(config.k_at(batch), batch)
+        return self.speedup(config.k_at(batch), batch, drafter_loaded=config.enabled)
+
+    def rollout_slowdown(self, config: SpecConfig, batch: float, replicas: int) -> float:
+        """Relative TPOT rise while one of `replicas` pods restarts under `config` at `batch` per replica.
+
+        The pods in service share the missing one's requests, and a slower step keeps each request in the
+        batch longer (Little's law), so the batch settles where B' = B·n/(n-1)·TPOT(B')/TPOT(B), capped by
+        what the KV cache holds (past it requests queue, which the gain side does not price either, so both
+        stop at the cap). Near saturation this is large; at low load nearly nothing.
+        """
+        if replicas <= 1:
+            return 1.0  # nothing serves while the only pod restarts
+        base = self.tpot(config, batch)
+        limit = max(self.cost.kv_capacity_tokens() / self.cost.context_tokens, batch)
+        load = max(batch, 1.0) * replicas / (replicas - 1)
+        settled = min(load, limit)
+        for _ in range(ROLLOUT_ITERATIONS):
+            settled = min(load * self.tpot(config, settled) / base, limit)
+        return self.tpot(config, settled) / base - 1.0
 
     def tpot(self, config: SpecConfig, batch: float) -> float:
-        """Predicted time per output token: C_off(B), or C_spec(k,B)/E(k) at the k the config runs at B."""
+        """Predicted time per output token: C_off(B), or C_spec(k,B)/E(k) at the k the config runs at B
+        (k=0 with the drafter loaded still pays its pass)."""
         b = max(batch, 1.0)
         k = config.k_at(b)
-        if k == 0:
+        if not config.enabled:
             return self.cost.step_off(b) * self.calibration.factor(OFF, b)
         return self.cost.step_spec(k, b) * self.calibration.factor(SPEC, b) / expected_tokens(self.curve, k)

@@ -23,14 +23,17 @@ def table_supported(enabled_by_policy: bool, data_parallel_size: int) -> bool:
 
 
 def render_schedule(predictor: Predictor, k_range: range, grid: Sequence[int] = BATCH_GRID) -> Schedule:
-    """(max_batch, k) rows, ascending: the best k at each grid size, 0 where no k beats plain decoding.
+    """(max_batch, k) rows, ascending: the best k at each grid size, 0 where no k beats a k=0 row.
 
+    A k=0 row is not speculation off: the engine keeps running the drafter's pass (the drafter tax), so a
+    losing k≥1 still beats it as long as its speed-up exceeds the taxed one. Where every row loses to plain
+    decoding the cure is turning speculation off (a restart the decision core weighs), not a k=0 row.
     Neighbouring sizes with the same k merge into one row; the last row also covers larger batches.
     """
     rows: list[tuple[int, int]] = []
     for batch in grid:
         k, s = predictor.best(batch, k_range)
-        k = k if s > 1.0 else 0
+        k = k if s > predictor.speedup(0, batch, drafter_loaded=True) else 0
         if rows and rows[-1][1] == k:
             rows[-1] = (batch, k)
         else:

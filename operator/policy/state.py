@@ -79,6 +79,7 @@ class Verification:
     ratios: tuple[float, ...] = ()
     # Rollout progress: the most pods seen Ready on the new config, and when that number last grew.
     progress_ready: int = 0
+    progress_pods: int = 0  # the most pods seen reporting signals under the new config
     progress_at: float | None = None
 
 
@@ -95,6 +96,8 @@ class PolicyState:
     table_curve: Curve | None = None
     calibration: Calibration = field(default_factory=Calibration)
     forecast: Forecast = field(default_factory=Forecast)
+    # Seconds one pod took to come back in the last rollout (measured while verifying it).
+    restart_seconds: float | None = None
 
     def restarts_in_hour(self, now: float) -> tuple[float, ...]:
         return tuple(t for t in self.restarts if now - t < HOUR_S)
@@ -123,6 +126,7 @@ class PolicyState:
             "tableCurve": list(self.table_curve) if self.table_curve is not None else None,
             "calibration": self.calibration.to_dict(),
             "forecast": self.forecast.to_dict(),
+            "restartSeconds": self.restart_seconds,
         }
 
     @classmethod
@@ -142,6 +146,7 @@ class PolicyState:
             table_curve=_curve(table_curve) if table_curve is not None else None,
             calibration=Calibration.from_dict(raw.get("calibration", {})),
             forecast=Forecast.from_dict(raw.get("forecast", {})),
+            restart_seconds=_opt_float(raw.get("restartSeconds")),
         )
 
 
@@ -172,6 +177,7 @@ def _verification_to_dict(v: Verification | None) -> dict[str, Any] | None:
         "lastWindowAt": v.last_window_at,
         "ratios": list(v.ratios),
         "progressReady": v.progress_ready,
+        "progressPods": v.progress_pods,
         "progressAt": v.progress_at,
     }
 
@@ -187,5 +193,6 @@ def _verification_from_dict(raw: Mapping[str, Any] | None) -> Verification | Non
         last_window_at=_opt_float(raw.get("lastWindowAt")),
         ratios=_curve(raw.get("ratios", ())),
         progress_ready=int(raw.get("progressReady", 0)),
+        progress_pods=int(raw.get("progressPods", 0)),
         progress_at=_opt_float(raw.get("progressAt")),
     )

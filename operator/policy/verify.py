@@ -19,7 +19,7 @@ def verify(now: float, state: PolicyState, obs: Observation, ctx: Context) -> tu
     assert v is not None
     policy = ctx.policy
     ready_at = v.ready_at if v.ready_at is not None else (now if ctx.fleet.ready else None)
-    v = _track_progress(now, v, ctx)
+    v = _track_progress(now, v, obs, ctx)
     overdue = now - v.since > policy.ready_deadline_seconds
     if ready_at is None:
         # A rolling change of many replicas may take longer than the deadline: it is only late when no new
@@ -31,6 +31,9 @@ def verify(now: float, state: PolicyState, obs: Observation, ctx: Context) -> tu
             why = f"pods not Ready within {policy.ready_deadline_seconds} s ({ready} ready)"
             return _rollback(state, ctx, Reason.ROLLBACK_UNREADY, why)
         return replace(state, verification=v), None
+    if v.ready_at is None:
+        # The rollout just completed: its pace prices the next switch.
+        state = replace(state, restart_seconds=(ready_at - v.since) / max(ctx.fleet.replicas, 1))
     v = _count_window(now, replace(v, ready_at=ready_at), state.current, obs, ctx)
     if len(v.ratios) >= policy.verification_windows:
         mean = sum(v.ratios) / len(v.ratios)
@@ -43,9 +46,14 @@ def verify(now: float, state: PolicyState, obs: Observation, ctx: Context) -> tu
     return replace(state, verification=v), None
 
 
-def _track_progress(now: float, v: Verification, ctx: Context) -> Verification:
-    if ctx.fleet.ready_replicas > v.progress_ready:
-        return replace(v, progress_ready=ctx.fleet.ready_replicas, progress_at=now)
+def _track_progress(now: float, v: Verification, obs: Observation, ctx: Context) -> Verification:
+    """Progress is a new pod Ready, or a new pod reporting metrics under the new configuration: a rolling
+    restart behind a Ready count that includes the old pods (maxUnavailable 1: n-1 Ready throughout) still
+    shows up, pod by pod, in the signals of the new configuration hash."""
+    reporting = obs.pods if obs.batch is not None and obs.fresh else 0
+    if ctx.fleet.ready_replicas > v.progress_ready or reporting > v.progress_pods:
+        ready = max(ctx.fleet.ready_replicas, v.progress_ready)
+        return replace(v, progress_ready=ready, progress_pods=max(reporting, v.progress_pods), progress_at=now)
     return v
 
 

@@ -54,7 +54,9 @@ class AutoPolicy:
     def observe(self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], current: SpecConfig) -> SpecConfig:
         running = config_hash(current)
         signals = self.scrape.read(now, pods, ready, running)
-        fleet = Fleet(replicas=len(pods), ready_replicas=sum(ready), config_hash=running)
+        # As the operator does: only pods Ready on the configuration the fleet rolls to count as ready.
+        on_target = sum(up and pod.config_hash == running for pod, up in zip(pods, ready, strict=True))
+        fleet = Fleet(replicas=len(pods), ready_replicas=on_target, config_hash=running)
         decision = decide(now, signals, self.state, replace(self.context, fleet=fleet))
         self.state = decision.state
         if decision.action != Action.HOLD:

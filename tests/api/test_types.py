@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from specfleet.operator.api.parse import InvalidSpecError, parse_spec
+from specfleet.operator.api.parse import InvalidSpecError, parse_resource, parse_spec
 from specfleet.operator.api.policy_types import SpeculationPolicySpec
 from specfleet.operator.api.types import SpecDecodeDeploymentSpec, SpeculationMode
 from tests.examples import expected_error, invalid_examples, load, valid_examples
@@ -26,7 +26,7 @@ def test_policy_examples_parse(path: Path) -> None:
 @pytest.mark.parametrize("path", invalid_examples(), ids=lambda p: p.stem)
 def test_invalid_examples_are_refused_with_the_expected_error(path: Path) -> None:
     with pytest.raises(InvalidSpecError) as caught:
-        parse_spec(load(path)["spec"])
+        parse_resource(load(path))
     assert expected_error(path) in str(caught.value)
 
 

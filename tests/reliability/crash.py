@@ -9,6 +9,7 @@ campaign edits and which it keeps creating, so kills also land inside create/upd
 from __future__ import annotations
 
 import contextlib
+import itertools
 import pathlib
 import random
 import threading
@@ -88,7 +89,10 @@ def history_violation(before: dict[str, Any], after: dict[str, Any]) -> str | No
     """Why `after` (a later status of the same fleet) lost something `before` had, or None."""
     old, new = before.get("decisions") or [], after.get("decisions") or []
     # The list only grows, dropping its oldest entries once it holds DECISIONS_KEPT.
-    if not any(new[: len(old) - drop] == old[drop:] and (drop == 0 or len(new) == DECISIONS_KEPT) for drop in range(len(old) + 1)):
+    if not any(
+        new[: len(old) - drop] == old[drop:] and (drop == 0 or len(new) == DECISIONS_KEPT)
+        for drop in range(len(old) + 1)
+    ):
         return f"decisions rewritten: {[d['time'] for d in old]} -> {[d['time'] for d in new]}"
     if before.get("policyState") and not after.get("policyState"):
         return "policyState reset"
@@ -112,7 +116,7 @@ def config_hashes(emulator: EmulatorServer, namespace: str, name: str) -> list[s
 
 
 def changes(hashes: list[str]) -> int:
-    return sum(1 for before, after in zip(hashes, hashes[1:], strict=False) if before != after)
+    return sum(1 for before, after in itertools.pairwise(hashes) if before != after)
 
 
 class Campaign:
@@ -166,8 +170,14 @@ class Campaign:
         if choice in {"replicas", "extraArgs"}:
             name = load(EXAMPLES / self.random.choice(RECONCILE_EXAMPLES))["metadata"]["name"]
             value: Any = self.random.randint(1, 4)
-            patch = {"replicas": value} if choice == "replicas" else {"runtime": {"extraArgs": [f"--max-num-seqs={value * 64}"]}}
-            self.custom.patch_namespaced_custom_object(GROUP, VERSION, self.namespace, SDD_PLURAL, name, {"spec": patch})
+            patch = (
+                {"replicas": value}
+                if choice == "replicas"
+                else {"runtime": {"extraArgs": [f"--max-num-seqs={value * 64}"]}}
+            )
+            self.custom.patch_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, SDD_PLURAL, name, {"spec": patch}
+            )
             return f"update-{choice}"
         return "policy-loop"
 
@@ -231,7 +241,8 @@ class Campaign:
         self._setup()
         with ExitStack() as stack:
             kubelets = [
-                stack.enter_context(Kubelet(self.emulator, self.prometheus, self.namespace, name)) for name in ROLLOUT_FLEETS
+                stack.enter_context(Kubelet(self.emulator, self.prometheus, self.namespace, name))
+                for name in ROLLOUT_FLEETS
             ]
             flipper = threading.Thread(target=self._flip_load, args=(kubelets, flip_seconds), daemon=True)
             flipper.start()

@@ -59,7 +59,7 @@ class FaultProxy:
         proxy = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+            def do_GET(self) -> None:
                 status, body = proxy.answer(self.path, self.headers.get("Authorization"))
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")

@@ -10,7 +10,10 @@ import sys
 from types import TracebackType
 from typing import Self
 
-import psutil
+import psutil  # type: ignore[import-untyped]
+
+from specfleet.operator.emulator import EmulatorServer, kopf_peering_crds
+from tests.fixtures.cluster import CRDS_DIR
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # Lines that mean the operator itself failed (Kopf logs handler crashes as "failed with an exception").
@@ -103,3 +106,10 @@ class OperatorProcess:
     ) -> None:
         self.stop()
 
+
+def install_cluster(emulator: EmulatorServer, base: pathlib.Path) -> pathlib.Path:
+    """Kopf's peering CRDs and specfleet's CRDs in a fresh emulator; its kubeconfig under `base`."""
+    for crd in kopf_peering_crds():
+        emulator.apply(crd)
+    emulator.apply_path(CRDS_DIR)
+    return emulator.write_kubeconfig(base / "kubeconfig")

@@ -35,4 +35,5 @@ def test_only_non_finite_values_make_metrics_unavailable(value: str) -> None:
 def test_finite_values_are_signals() -> None:
     result = fleet_signals(parse_results(_rows("2.5"), LABELS), [TARGET], 30.0, "t")[TARGET.key]
     assert isinstance(result, Signals)
-    assert result.acceptance_length is not None and math.isclose(result.acceptance_length, 2.0)
+    assert result.acceptance_length is not None
+    assert math.isclose(result.acceptance_length, 2.0)

@@ -1,0 +1,115 @@
+"""What the policy benchmark taught: the drafter tax of a table's k=0 rows, acceptance measured under a
+table, the price of a rollout at the load it happens in, and rollouts whose Ready count hides progress."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from specfleet.operator.policy.acceptance import PRIORS, AcceptanceMemory, extrapolate, merge
+from specfleet.operator.policy.calibration import OFF, SPEC, Calibration
+from specfleet.operator.policy.context import initial_state
+from specfleet.operator.policy.decide import decide
+from specfleet.operator.policy.decision import Action, Reason
+from specfleet.operator.policy.observe import drafted_depth, learn
+from specfleet.operator.policy.predictor import Predictor
+from specfleet.operator.policy.schedule import render_schedule
+from specfleet.operator.policy.state import PolicyState, SpecConfig
+from tests.policy.helpers import COST_8B_H100, make_context, make_signals, with_fleet
+
+# A draft the traffic does not suit (French chat on an English EAGLE head): k=1 loses to plain decoding past
+# bs ≈ 200 on the 8B prior, but by less than the drafter's own pass costs.
+POOR = extrapolate((0.38, 0.14, 0.05), 5, PRIORS["eagle3"])
+TABLE = SpecConfig(enabled=True, k=2, schedule=((2, 2), (192, 1), (1 << 20, 0)))
+
+
+def test_a_losing_k_beats_the_drafter_tax_of_a_zero_row() -> None:
+    predictor = Predictor(COST_8B_H100, POOR, Calibration())
+    s_best = predictor.best(256, range(1, 6))[1]
+    taxed = predictor.speedup(0, 256, drafter_loaded=True)
+    assert taxed < s_best < 1.0  # the region where the old rendering wrote k=0
+    table = SpecConfig(enabled=True, k=2, schedule=render_schedule(predictor, range(1, 6)))
+    assert table.k_at(256) == 1
+
+
+def test_a_zero_row_is_priced_with_the_drafter_tax() -> None:
+    predictor = Predictor(COST_8B_H100, POOR, Calibration())
+    assert predictor.config_speedup(TABLE, 600) < 1.0
+    assert predictor.config_speedup(SpecConfig.off(), 600) == 1.0
+    assert predictor.tpot(TABLE, 600) > predictor.tpot(SpecConfig.off(), 600)
+
+
+def test_zero_row_steps_calibrate_speculation_not_plain_decoding() -> None:
+    ctx = make_context(data_parallel_size=1)
+    state = replace(initial_state(ctx), current=TABLE, last_good=TABLE)
+    state, _ = learn(0.0, make_signals(600, samples=0, tpot_seconds=0.05), state, ctx)
+    assert SPEC in state.calibration.factors
+    assert OFF not in state.calibration.factors
+
+
+def test_only_positions_every_busy_step_drafted_are_measured() -> None:
+    # At bs≈100 the table drafts one position: vLLM's per-position ratio reads a_2 ≈ 0 though it is not.
+    signals = make_signals(100, concurrency_p90=120, acceptance_by_position=[0.4, 0.01, 0.0], acceptance_length=1.41)
+    assert drafted_depth(signals, TABLE) == 1
+    assert drafted_depth(signals, SpecConfig(enabled=True, k=3)) == 3
+    ctx = make_context(data_parallel_size=1)
+    earlier = AcceptanceMemory((0.5, 0.2, 0.08), measured_at=0.0)
+    state = replace(initial_state(ctx), current=TABLE, last_good=TABLE, acceptance=earlier)
+    state, _ = learn(60.0, signals, state, ctx)
+    assert state.acceptance is not None
+    a1, a2, a3 = state.acceptance.curve
+    assert a1 == 0.4
+    assert (a2 / a1, a3 / a2) == pytest.approx((0.2 / 0.5, 0.08 / 0.2))  # deeper: their measured shape
+
+
+def test_merge_without_memory_keeps_the_measurement() -> None:
+    assert merge((0.4,), None) == (0.4,)
+    assert merge((0.4, 0.2), AcceptanceMemory((0.5,), 0.0)) == (0.4, 0.2)
+
+
+def test_a_table_at_its_zero_row_is_not_thin_evidence() -> None:
+    """No acceptance is sampled while the rows say k=0; the drafter tax still justifies turning off."""
+    ctx = make_context(data_parallel_size=1, dwell_seconds=0, restart_cost_seconds=0)
+    remembered = AcceptanceMemory(POOR, measured_at=0.0)
+    state = replace(initial_state(ctx), current=TABLE, last_good=TABLE, acceptance=remembered)
+    decision = decide(0.0, make_signals(600, samples=0, enabled=False), state, ctx)
+    assert decision.code != Reason.THIN_EVIDENCE
+    assert decision.action == Action.DISABLE
+
+
+def test_a_rollout_costs_more_near_saturation() -> None:
+    predictor = Predictor(COST_8B_H100, POOR, Calibration())
+    k1 = SpecConfig(enabled=True, k=1)
+    quiet, busy = predictor.rollout_slowdown(k1, 8, 4), predictor.rollout_slowdown(k1, 300, 4)
+    assert 0.0 <= quiet < 0.1 < busy
+    assert predictor.rollout_slowdown(k1, 8, 1) == 1.0
+
+
+def test_the_switching_cost_defers_a_change_to_quieter_load() -> None:
+    """The same retune passes the switching-cost test at low load and waits for it at high load."""
+    ctx = make_context(dwell_seconds=0, min_k=1, max_k=1)
+    k3: PolicyState = replace(
+        initial_state(ctx), current=SpecConfig(enabled=True, k=3), last_good=SpecConfig(enabled=True, k=3)
+    )
+    busy = decide(0.0, make_signals(100), k3, ctx)
+    assert busy.code == Reason.SWITCHING_COST
+    quiet = decide(0.0, make_signals(8), k3, ctx)
+    assert quiet.action == Action.SET_K
+
+
+def test_a_rollout_whose_ready_count_hides_the_new_pods_is_not_rolled_back() -> None:
+    """One pod out at a time: n-1 Ready throughout, while the new config's pods report one by one."""
+    ctx = make_context(dwell_seconds=0, restart_cost_seconds=0, ready_deadline_seconds=900, max_k=5)
+    start = decide(0.0, make_signals(600), initial_state(ctx), ctx)
+    assert start.action == Action.SET_K
+    state = start.state
+    for step in range(1, 50):
+        now = step * 30.0
+        new_pods = min(4, int(now // 300))
+        ready = 4 if new_pods == 4 else 3
+        signals = make_signals(600, pods=new_pods) if new_pods else None
+        decision = decide(now, signals, state, with_fleet(ctx, ready_replicas=ready))
+        assert decision.action != Action.ROLLBACK, decision.reason
+        state = decision.state
+    assert state.restart_seconds == 300.0  # 1200 s for four pods, learned for the next switching cost
