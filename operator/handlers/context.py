@@ -20,6 +20,8 @@ class OperatorContext:
     metrics: OperatorMetrics
     # Monotonic time of each fleet's last evaluation: a policy's interval may be longer than the timer's.
     evaluated_at: dict[tuple[str, str], float] = field(default_factory=dict)
+    # Each fleet's resolved policy interval, learned at its last evaluation.
+    intervals: dict[tuple[str, str], float] = field(default_factory=dict)
     # One writer at a time per fleet (see handlers/converge.py).
     locks: dict[tuple[str, str], asyncio.Lock] = field(default_factory=dict)
 

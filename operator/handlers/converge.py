@@ -22,29 +22,42 @@ CONFLICT_RETRIES = 5
 Step = Callable[[dict[str, Any]], Awaitable[SyncResult | None]]
 
 
-async def converge(ctx: OperatorContext, namespace: str, name: str, step: Step) -> SyncResult | None:
-    """Run `step` on the fresh object and write the status it returns; retried on a conflicting write."""
+async def converge(
+    ctx: OperatorContext, namespace: str, name: str, step: Step, first: dict[str, Any] | None = None
+) -> SyncResult | None:
+    """Run `step` on the fresh object and write the status it returns; retried on a conflicting write.
+
+    `first` saves a read when the caller's snapshot is likely current and its step writes nothing before a
+    guarded write (a stale snapshot then only costs a conflict and a retry on a fresh read).
+    """
     ref = sdd_ref(namespace, name)
     async with ctx.lock((namespace, name)):
-        for _attempt in range(CONFLICT_RETRIES):
-            owner = await ctx.api.get(ref)
+        for attempt in range(CONFLICT_RETRIES):
+            owner = first if attempt == 0 and first is not None else await ctx.api.get(ref)
             if owner is None or owner["metadata"].get("deletionTimestamp"):
                 return None
-            result = await step(owner)
+            try:
+                result = await _write(ctx, owner, await step(owner))
+            except ApiError as exc:
+                if exc.status == 409:
+                    continue
+                raise
             if result is None:
                 return None
-            status = result.status.to_api()
-            if status != owner.get("status"):
-                version = result.resource_version or owner["metadata"]["resourceVersion"]
-                try:
-                    await ctx.api.patch(
-                        ref, {"metadata": {"resourceVersion": version}, "status": status}, subresource="status"
-                    )
-                except ApiError as exc:
-                    if exc.status == 409:
-                        continue
-                    raise
             for note in result.events:
                 kopf.event(owner, type=note.type, reason=note.reason, message=note.message)
             return result
     raise kopf.TemporaryError(f"status of {namespace}/{name} kept changing under us; retrying", delay=1)
+
+
+async def _write(ctx: OperatorContext, owner: dict[str, Any], result: SyncResult | None) -> SyncResult | None:
+    """Write the status a step computed, unless unchanged; a 409 means someone wrote in between."""
+    if result is None:
+        return None
+    status = result.status.to_api()
+    if status != owner.get("status"):
+        meta = owner["metadata"]
+        version = result.resource_version or meta["resourceVersion"]
+        guarded = {"metadata": {"resourceVersion": version}, "status": status}
+        await ctx.api.patch(sdd_ref(meta.get("namespace", "default"), meta["name"]), guarded, subresource="status")
+    return result

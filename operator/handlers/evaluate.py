@@ -21,6 +21,7 @@ from specfleet.operator.handlers.signals_hub import Watched, source_of
 from specfleet.operator.kubeapi import Ref, sdd_ref
 from specfleet.operator.policy.context import Fleet, build_context, initial_state
 from specfleet.operator.policy.decide import decide
+from specfleet.operator.policy.defaults import INTERVAL_SECONDS
 from specfleet.operator.policy.resolve import ResolvedPolicy, resolve_policy
 from specfleet.operator.policy.state import PolicyState
 from specfleet.operator.signals.model import FleetTarget, PodEndpoint, Unavailable
@@ -78,13 +79,14 @@ async def evaluate(
     if running is None or running.config_hash is None:
         return None
     now = now_iso()
+    if not _due(ctx, (namespace, name), spec.policy):
+        return None
     try:
         policy = await resolve(ctx, namespace, spec)
     except PolicyNotFoundError as exc:
         return _policy_missing(previous, str(exc), meta.get("generation"), now)
     previous = _policy_found(previous, meta.get("generation"), now)
-    if not _due(ctx, (namespace, name), policy):
-        return None
+    ctx.intervals[(namespace, name)] = float(policy.interval_seconds)
     me = watched(namespace, name, spec, running.config_hash, pods, ctx, float(policy.window_seconds))
     signals = await ctx.signals.read(me, fleet)
     # Ready on the new configuration: during a surge rollout the old pods keep readyReplicas up.
@@ -94,6 +96,7 @@ async def evaluate(
     state = _state(previous, running, context)
     started = time.perf_counter()
     decision = decide(time.time(), signals if isinstance(signals, Signals) else None, state, context)
+    ctx.evaluated_at[(namespace, name)] = time.monotonic()
     outcome = fold_evaluation(previous, signals, decision, str(spec.speculation.method), now, meta.get("generation"))
     notes = [EventNote(n.type, n.reason, n.message) for n in outcome.events]
     result = SyncResult(outcome.status, notes)
@@ -129,14 +132,16 @@ async def _record_intent(
     return ahead, str(written["metadata"]["resourceVersion"])
 
 
-def _due(ctx: OperatorContext, key: tuple[str, str], policy: ResolvedPolicy) -> bool:
+def _due(ctx: OperatorContext, key: tuple[str, str], inline: PolicySpec | None) -> bool:
+    """Time for this fleet's next evaluation (checked before any API read, so idle ticks cost nothing).
+
+    The inline interval, else the default; a referenced policy's interval is applied once it is known.
+    """
     now = time.monotonic()
     last = ctx.evaluated_at.get(key)
+    interval = ctx.intervals.get(key) or (inline.interval_seconds if inline else None) or INTERVAL_SECONDS
     # Half a timer tick of slack, so a 30 s policy on a 30 s timer never skips every other tick.
-    if last is not None and now - last < policy.interval_seconds - ctx.config.interval_seconds / 2:
-        return False
-    ctx.evaluated_at[key] = now
-    return True
+    return last is None or now - last >= interval - ctx.config.interval_seconds / 2
 
 
 def _state(previous: SpecDecodeDeploymentStatus, running: SpeculationState, context: Any) -> PolicyState:

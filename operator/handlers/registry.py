@@ -95,7 +95,9 @@ async def on_evaluate(body: kopf.Body, memo: kopf.Memo, fleets: kopf.Index, flee
         )
         return await evaluate(ctx, {**owner, "status": refreshed.status.to_api()}, pods, peers) or refreshed
 
-    await converge(ctx, key[0], key[1], tick)
+    # The timer's snapshot is almost always current, and its step's first write (the decision's intent) is
+    # guarded, so it is used as is.
+    await converge(ctx, key[0], key[1], tick, first=dict(body))
 
 
 def on_fleet_deleted(namespace: str, name: str, memo: kopf.Memo, **_: Any) -> None:
