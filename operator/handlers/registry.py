@@ -25,7 +25,6 @@ from specfleet.operator.handlers.converge import converge
 from specfleet.operator.handlers.evaluate import evaluate, watched
 from specfleet.operator.handlers.fleet import SyncResult, replica_status, sync_fleet
 from specfleet.operator.handlers.pods import pod_endpoint
-from specfleet.operator.kubeapi import Ref
 from specfleet.operator.policy.defaults import WINDOW_SECONDS
 
 SDD = (GROUP, VERSION, SDD_PLURAL)
@@ -42,6 +41,7 @@ def build_registry(config: OperatorConfig) -> kopf.OperatorRegistry:
     kopf.on.event("apps", "v1", "deployments", labels=MANAGED, registry=registry)(on_child_event)
     kopf.index(*SDD, registry=registry)(fleets)
     kopf.index("", "v1", "pods", labels=MANAGED, registry=registry)(fleet_pods)
+    kopf.index("apps", "v1", "deployments", labels=MANAGED, registry=registry)(fleet_deployments)
     kopf.timer(*SDD, interval=config.interval_seconds, initial_delay=config.interval_seconds, registry=registry)(
         on_evaluate
     )
@@ -75,7 +75,20 @@ def fleet_pods(namespace: str, body: kopf.Body, **_: Any) -> Any:
     return {(namespace, body["metadata"]["labels"][LABEL_DEPLOYMENT]): endpoint}
 
 
-async def on_evaluate(body: kopf.Body, memo: kopf.Memo, fleets: kopf.Index, fleet_pods: kopf.Index, **_: Any) -> None:
+def fleet_deployments(namespace: str, body: kopf.Body, status: kopf.Status, **_: Any) -> Any:
+    """Each fleet's Deployment status, as the watch last saw it (no GET per fleet per tick)."""
+    owner = body["metadata"].get("labels", {}).get(LABEL_DEPLOYMENT)
+    return {(namespace, owner): {"status": dict(status)}} if owner else None
+
+
+async def on_evaluate(
+    body: kopf.Body,
+    memo: kopf.Memo,
+    fleets: kopf.Index,
+    fleet_pods: kopf.Index,
+    fleet_deployments: kopf.Index,
+    **_: Any,
+) -> None:
     ctx: OperatorContext = memo.ctx
     key = (body["metadata"].get("namespace", "default"), body["metadata"]["name"])
     pods = list(fleet_pods.get(key, []))
@@ -87,7 +100,7 @@ async def on_evaluate(body: kopf.Body, memo: kopf.Memo, fleets: kopf.Index, flee
 
     async def tick(owner: dict[str, Any]) -> SyncResult:
         # Level-triggered: replica counts are refreshed every tick, whatever Deployment events were missed.
-        deployment = await ctx.api.get(Ref("apps/v1", "Deployment", key[0], key[1]))
+        deployment = next(iter(fleet_deployments.get(key, [])), None)
         refreshed = (
             replica_status(owner, deployment)
             if deployment is not None
