@@ -187,54 +187,52 @@ def _crd(
     }
 
 
-def spec_decode_deployment_crd() -> Schema:
-    """The SpecDecodeDeployment CRD, with status and scale subresources and printer columns."""
-    version = {
+def _version(schema: Schema, columns: list[Schema], **extra: Any) -> Schema:
+    """The one served and stored version, with its schema and printer columns."""
+    return {
         "name": VERSION,
         "served": True,
         "storage": True,
-        "schema": {
-            "openAPIV3Schema": _resource_schema(
-                SpecDecodeDeploymentSpec,
-                SpecDecodeDeploymentStatus,
-                "A fleet of vLLM pods serving one model with speculative decoding that specfleet turns on, "
-                "off or re-tunes as the load regime changes.",
-                [{"rule": NAME_RULE, "message": NAME_INVALID}],
-            )
-        },
-        "subresources": {
-            "status": {},
-            "scale": {
-                "specReplicasPath": ".spec.replicas",
-                "statusReplicasPath": ".status.replicas",
-                "labelSelectorPath": ".status.selector",
-            },
-        },
-        "additionalPrinterColumns": SDD_PRINTER_COLUMNS,
+        "schema": {"openAPIV3Schema": schema},
+        **extra,
+        "additionalPrinterColumns": columns,
     }
+
+
+def spec_decode_deployment_crd() -> Schema:
+    """The SpecDecodeDeployment CRD, with status and scale subresources and printer columns."""
+    schema = _resource_schema(
+        SpecDecodeDeploymentSpec,
+        SpecDecodeDeploymentStatus,
+        "A fleet of vLLM pods serving one model with speculative decoding that specfleet turns on, "
+        "off or re-tunes as the load regime changes.",
+        [{"rule": NAME_RULE, "message": NAME_INVALID}],
+    )
+    subresources = {
+        "status": {},
+        "scale": {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.selector",
+        },
+    }
+    version = _version(schema, SDD_PRINTER_COLUMNS, subresources=subresources)
     return _crd(SDD_KIND, SDD_PLURAL, SDD_SINGULAR, SDD_SHORT_NAMES, version)
 
 
 def speculation_policy_crd() -> Schema:
     """The SpeculationPolicy CRD: SRE-owned rules referenced by many deployments."""
-    version = {
-        "name": VERSION,
-        "served": True,
-        "storage": True,
-        "schema": {
-            "openAPIV3Schema": _resource_schema(
-                SpeculationPolicySpec,
-                None,
-                "Thresholds, windows and safety limits that govern speculation for the deployments referencing it.",
-            )
-        },
-        "additionalPrinterColumns": [
-            {"name": "Fallback", "type": "string", "jsonPath": ".spec.fallback"},
-            {"name": "Cooldown", "type": "integer", "jsonPath": ".spec.cooldownSeconds"},
-            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-        ],
-    }
-    return _crd(POLICY_KIND, POLICY_PLURAL, POLICY_SINGULAR, POLICY_SHORT_NAMES, version)
+    schema = _resource_schema(
+        SpeculationPolicySpec,
+        None,
+        "Thresholds, windows and safety limits that govern speculation for the deployments referencing it.",
+    )
+    columns = [
+        {"name": "Fallback", "type": "string", "jsonPath": ".spec.fallback"},
+        {"name": "Cooldown", "type": "integer", "jsonPath": ".spec.cooldownSeconds"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]
+    return _crd(POLICY_KIND, POLICY_PLURAL, POLICY_SINGULAR, POLICY_SHORT_NAMES, _version(schema, columns))
 
 
 def all_crds() -> dict[str, Schema]:
