@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from specfleet.operator.api.constants import ANNOTATION_PAUSED, API_VERSION, POLICY_KIND
@@ -19,7 +20,7 @@ from specfleet.operator.handlers.context import OperatorContext, now_iso
 from specfleet.operator.handlers.fleet import EventNote, SyncResult, hashed_speculation, sync_fleet
 from specfleet.operator.handlers.signals_hub import Watched, source_of
 from specfleet.operator.kubeapi import Ref, sdd_ref
-from specfleet.operator.policy.context import Fleet, build_context, initial_state
+from specfleet.operator.policy.context import Context, Fleet, build_context, initial_state
 from specfleet.operator.policy.decide import decide
 from specfleet.operator.policy.defaults import INTERVAL_SECONDS
 from specfleet.operator.policy.resolve import ResolvedPolicy, resolve_policy
@@ -65,7 +66,10 @@ def watched(
 
 
 async def evaluate(
-    ctx: OperatorContext, body: dict[str, Any], pods: list[PodEndpoint], fleet: list[Watched]
+    ctx: OperatorContext,
+    body: dict[str, Any],
+    pods: list[PodEndpoint],
+    fleet: Callable[[], Sequence[Watched]],
 ) -> SyncResult | None:
     """One evaluation; None when there is nothing to evaluate yet (invalid spec, never reconciled)."""
     meta = body["metadata"]
@@ -144,7 +148,7 @@ def _due(ctx: OperatorContext, key: tuple[str, str], inline: PolicySpec | None) 
     return last is None or now - last >= interval - ctx.config.interval_seconds / 2
 
 
-def _state(previous: SpecDecodeDeploymentStatus, running: SpeculationState, context: Any) -> PolicyState:
+def _state(previous: SpecDecodeDeploymentStatus, running: SpeculationState, context: Context) -> PolicyState:
     """The policy's memory, with `current` always what the pods run (a spec pin may have changed it)."""
     state = PolicyState.from_dict(previous.policy_state) if previous.policy_state else initial_state(context)
     current = to_spec_config(running)

@@ -25,6 +25,7 @@ from specfleet.operator.handlers.converge import converge
 from specfleet.operator.handlers.evaluate import evaluate, watched
 from specfleet.operator.handlers.fleet import SyncResult, replica_status, sync_fleet
 from specfleet.operator.handlers.pods import pod_endpoint
+from specfleet.operator.handlers.signals_hub import Watched
 from specfleet.operator.policy.defaults import WINDOW_SECONDS
 
 SDD = (GROUP, VERSION, SDD_PLURAL)
@@ -92,11 +93,14 @@ async def on_evaluate(
     ctx: OperatorContext = memo.ctx
     key = (body["metadata"].get("namespace", "default"), body["metadata"]["name"])
     pods = list(fleet_pods.get(key, []))
-    peers = [
-        dataclasses.replace(w, target=dataclasses.replace(w.target, pods=tuple(fleet_pods.get(k, []))))
-        for k, store in fleets.items()
-        for w in store
-    ]
+
+    def peers() -> list[Watched]:
+        # Built only when the hub reads a new batch: once per tick for the whole fleet, not once per fleet.
+        return [
+            dataclasses.replace(w, target=dataclasses.replace(w.target, pods=tuple(fleet_pods.get(k, []))))
+            for k, store in fleets.items()
+            for w in store
+        ]
 
     async def tick(owner: dict[str, Any]) -> SyncResult:
         # Level-triggered: replica counts are refreshed every tick, whatever Deployment events were missed.

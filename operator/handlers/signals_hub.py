@@ -72,14 +72,15 @@ class SignalsHub:
         c = self._config
         return LabelMapping(c.label_namespace, c.label_deployment, c.label_config_hash, c.label_pod)
 
-    async def read(self, wanted: Watched, fleet: Sequence[Watched]) -> SignalsResult:
+    async def read(self, wanted: Watched, fleet: Callable[[], Sequence[Watched]]) -> SignalsResult:
+        """`wanted`'s signals; `fleet` lists every watched fleet and is only called when a new batch is read."""
         batch_key = (wanted.source, wanted.window_seconds)
         lock = self._locks.setdefault(batch_key, asyncio.Lock())
         async with lock:
             cached = self._batches.get(batch_key)
-            fresh = cached is not None and self._clock() - cached[0] < self._config.interval_seconds / 2
-            if not fresh or cached is None or wanted.target.key not in cached[1]:
-                peers = [w.target for w in fleet if (w.source, w.window_seconds) == batch_key]
+            stale = cached is None or self._clock() - cached[0] >= self._config.interval_seconds / 2
+            if stale or cached is None or wanted.target.key not in cached[1]:
+                peers = [w.target for w in fleet() if (w.source, w.window_seconds) == batch_key]
                 targets = [*{t.key: t for t in [*peers, wanted.target]}.values()]
                 results = await self._read_batch(wanted.source, targets, wanted.window_seconds)
                 cached = (self._clock(), results)
