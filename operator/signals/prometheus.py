@@ -45,13 +45,12 @@ class PrometheusConfig:
     labels: LabelMapping = field(default_factory=LabelMapping)
 
 
-class QueryError(Exception):
+@dataclass(frozen=True)
+class QueryError:
     """A query that did not produce rows, with the CamelCase reason for the status condition."""
 
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(f"{reason}: {message}")
-        self.reason = reason
-        self.message = message
+    reason: str
+    message: str
 
 
 def make_client(config: PrometheusConfig) -> PrometheusConnect:
@@ -100,32 +99,33 @@ class PrometheusReader:
         self._client = make_client(config)
         self.queries_issued = 0  # for benchmarks and tests: queries sent since creation
 
-    async def query(self, query: Query, at: float, parallel: asyncio.Semaphore) -> list[dict[str, Any]]:
-        """Rows of one instant query evaluated at `at` (epoch seconds); raises QueryError."""
+    async def answer(self, query: Query, at: float, parallel: asyncio.Semaphore) -> list[dict[str, Any]] | QueryError:
+        """Rows of one instant query evaluated at `at` (epoch seconds), or why there are none.
+
+        Returned, not raised: a query still in flight when its tick is cancelled (shutdown) must not leave a
+        task holding an exception, which Kopf would re-raise from the operator's main coroutine.
+        """
         async with parallel:
             self.queries_issued += 1
             try:
                 rows = await asyncio.to_thread(self._client.custom_query, query.promql, {"time": f"{at:.3f}"})
             except Exception as error:  # every failure becomes a reason; none may escape the tick
-                raise _classify(error) from error
+                return _classify(error)
         if not isinstance(rows, list):
-            raise QueryError("PrometheusBadResponse", f"result of {query.name} is not a list")
+            return QueryError("PrometheusBadResponse", f"result of {query.name} is not a list")
         return rows
 
     async def run(self, queries: Sequence[Query], at: float) -> tuple[dict[str, Any], dict[str, QueryError]]:
         """All queries concurrently: the answered rows and the failures, by query name."""
         # Bounded by the connection pool; made per call so the reader is not tied to one event loop.
         parallel = asyncio.Semaphore(self.config.max_parallel)
-        calls = (self.query(query, at, parallel) for query in queries)
-        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+        outcomes = await asyncio.gather(*(self.answer(query, at, parallel) for query in queries))
         answered: dict[str, Any] = {}
         failed: dict[str, QueryError] = {}
         for query, outcome in zip(queries, outcomes, strict=True):
             if isinstance(outcome, QueryError):
                 log.warning("Prometheus query %s failed: %s", query.name, outcome.reason)
                 failed[query.name] = outcome
-            elif isinstance(outcome, BaseException):
-                raise outcome
             else:
                 answered[query.name] = outcome
         return answered, failed

@@ -59,16 +59,27 @@ class ScrapeReader:
         self._clock = clock
         self._history: dict[PodKey, list[Snapshot]] = {}
 
-    async def _fetch(self, session: aiohttp.ClientSession, pod: PodEndpoint) -> tuple[Sample, ...]:
+    async def _fetch(self, session: aiohttp.ClientSession, pod: PodEndpoint) -> tuple[Sample, ...] | Exception:
+        """The pod's samples, or why not: returned, not raised, so a fetch still running when its tick is
+        cancelled leaves no task holding an exception for Kopf to re-raise at shutdown."""
+        text = await self._get(session, pod)
+        if isinstance(text, Exception):
+            return text
+        try:
+            return parse_exposition(text)
+        except ValueError as error:
+            return error
+
+    async def _get(self, session: aiohttp.ClientSession, pod: PodEndpoint) -> str | Exception:
         delay = self.config.backoff_seconds
         for attempt in range(self.config.retries + 1):
             try:
                 async with session.get(pod.metrics_url) as response:
                     response.raise_for_status()
-                    return parse_exposition(await response.text())
-            except (aiohttp.ClientError, TimeoutError):
+                    return await response.text()
+            except (aiohttp.ClientError, TimeoutError) as error:
                 if attempt == self.config.retries:
-                    raise
+                    return error
                 await asyncio.sleep(delay)
                 delay *= 2
         raise AssertionError("unreachable")
@@ -77,11 +88,11 @@ class ScrapeReader:
         """One snapshot per pod, or the reason it could not be read (text or parse error)."""
         timeout = aiohttp.ClientTimeout(total=self.config.timeout_seconds)
         async with aiohttp.ClientSession(timeout=timeout) as session:
-            outcomes = await asyncio.gather(*(self._fetch(session, pod) for _, pod in pods), return_exceptions=True)
+            outcomes = await asyncio.gather(*(self._fetch(session, pod) for _, pod in pods))
         now = self._clock()
         results: dict[PodKey, Snapshot | str] = {}
         for (namespace, pod), outcome in zip(pods, outcomes, strict=True):
-            if isinstance(outcome, BaseException):
+            if isinstance(outcome, Exception):
                 log.warning("scraping %s/%s failed: %s", namespace, pod.name, type(outcome).__name__)
                 results[(namespace, pod.name)] = f"{pod.name}: {type(outcome).__name__}: {outcome}"[:200]
             else:

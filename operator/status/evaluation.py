@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from specfleet.operator.api.types import Decision as DecisionRecord
 from specfleet.operator.api.types import (
     ScheduleEntry,
     Signals,
@@ -58,6 +59,17 @@ def to_spec_config(state: SpeculationState) -> SpecConfig:
     return SpecConfig(enabled=True, k=state.k or 1, schedule=schedule)
 
 
+def _repeats(last: DecisionRecord | None, record: DecisionRecord) -> bool:
+    """Whether `record` is the same hold as `last`: same reason code, same configuration held or wanted.
+
+    Such a hold adds nothing to the history an SRE reads; a hold that wants another configuration (a dwell
+    towards enable after one towards disable) does, and so does any hold after an action.
+    """
+    if last is None or record.action != Action.HOLD or last.action != Action.HOLD:
+        return False
+    return (last.reason.split(":")[0], last.k) == (record.reason.split(":")[0], record.k)
+
+
 def fold_evaluation(
     previous: SpecDecodeDeploymentStatus,
     signals: Signals | Unavailable,
@@ -80,8 +92,7 @@ def fold_evaluation(
     status = status.model_copy(update={"conditions": conditions})
     record = decision.to_record(now)
     last = previous.decisions[-1] if previous.decisions else None
-    # A hold repeated with the same reason code adds nothing to the history an SRE reads.
-    if decision.action != Action.HOLD or last is None or last.reason.split(":")[0] != record.reason.split(":")[0]:
+    if not _repeats(last, record):
         status = status.model_copy(update={"decisions": [*previous.decisions, record][-DECISIONS_KEPT:]})
     apply = None
     if decision.action != Action.HOLD:

@@ -56,6 +56,9 @@ class Fleet:
     pods: list[Pod] = field(default_factory=list)
     scrape_reader: ScrapeReader = field(default_factory=ScrapeReader)
     scraped: dict[tuple[str, str], SignalsResult] = field(default_factory=dict)
+    # When the scripted history is complete: reads of what happened inside the window (a restart, a config
+    # change, a pod leaving) end here, however late their test runs.
+    ready_at: float = 0.0
 
     def add(self, namespace: str, deployment: str, config_hash: str, name: str, script: Script) -> Pod:
         pod = Pod(namespace, deployment, config_hash, name, Exporter(script))
@@ -115,6 +118,11 @@ def fleet(prometheus_server: PrometheusServer) -> Iterator[Fleet]:
         fleet.remove(old)
         fleet.add("team-b", "change", "h2", "change-new", Script(acceptance=NEW_ACCEPTANCE))
         fleet.remove(next(pod for pod in fleet.pods if pod.name == "shrink-1"))
+        # Enough scrapes of the new configuration for a rate, while the old one is still inside the window.
+        prometheus_server.wait_for(
+            'count_over_time({__name__=~"vllm[:_]num_requests_running", pod="change-new"}[10s])', _at_least(3)
+        )
+        fleet.ready_at = time.time()
         _scrape_for(fleet, steady, WINDOW / 2)
         yield fleet
     finally:
@@ -187,7 +195,11 @@ async def test_batched_read_matches_the_scripted_fleet(fleet: Fleet) -> None:
 
 
 async def test_counter_reset_mid_window_keeps_rates_right(fleet: Fleet) -> None:
-    result = signals((await reader(fleet.server).read([fleet.target("team-b", "reset")], WINDOW))[("team-b", "reset")])
+    result = signals(
+        (await reader(fleet.server).read([fleet.target("team-b", "reset")], WINDOW, fleet.ready_at))[
+            ("team-b", "reset")
+        ]
+    )
     assert result.acceptance_length == pytest.approx(expected_acceptance_length(STEADY.acceptance or ()), rel=1e-6)
     # Without reset handling the increase over the window would be negative or tiny.
     assert result.qps == pytest.approx(STEADY.requests_per_second, rel=0.15)
@@ -196,18 +208,20 @@ async def test_counter_reset_mid_window_keeps_rates_right(fleet: Fleet) -> None:
 async def test_only_the_current_config_hash_counts(fleet: Fleet) -> None:
     prometheus = reader(fleet.server)
     new, old = fleet.target("team-b", "change", "h2"), fleet.target("team-b", "change", "h1")
-    current = signals((await prometheus.read([new], WINDOW))[new.key])
+    current = signals((await prometheus.read([new], WINDOW, fleet.ready_at))[new.key])
     assert current.config_hash == "h2"
     assert current.acceptance_length == pytest.approx(expected_acceptance_length(NEW_ACCEPTANCE), rel=1e-6)
     # The old configuration is still inside the window: it is there, and it is not mixed in.
-    previous = signals((await prometheus.read([old], WINDOW))[old.key])
+    previous = signals((await prometheus.read([old], WINDOW, fleet.ready_at))[old.key])
     assert previous.acceptance_length == pytest.approx(expected_acceptance_length(OLD_ACCEPTANCE), rel=1e-6)
     assert previous.pods == 0
 
 
 async def test_a_pod_that_disappears_stops_counting_as_a_replica(fleet: Fleet) -> None:
     shrink = signals(
-        (await reader(fleet.server).read([fleet.target("team-c", "shrink")], WINDOW))[("team-c", "shrink")]
+        (await reader(fleet.server).read([fleet.target("team-c", "shrink")], WINDOW, fleet.ready_at))[
+            ("team-c", "shrink")
+        ]
     )
     assert shrink.pods == 1
     assert shrink.evidence is not None

@@ -65,6 +65,13 @@ def test_repeated_holds_do_not_flood_history() -> None:
     assert len(status.decisions) == 2
 
 
+def test_a_hold_wanting_another_config_is_a_new_entry() -> None:
+    status = SpecDecodeDeploymentStatus()
+    for target in (SpecConfig.off(), SpecConfig.off(), ON, ON, SpecConfig.off()):
+        status = _fold(_decision(Action.HOLD, Reason.DWELL, target), status).status
+    assert [d.k for d in status.decisions] == [None, 3, None]
+
+
 def test_history_is_bounded() -> None:
     status = SpecDecodeDeploymentStatus()
     for i in range(DECISIONS_KEPT + 5):
