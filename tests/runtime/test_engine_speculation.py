@@ -7,6 +7,7 @@ compared as text on float32 weights (CPU_ENGINE_ARGS), sequentially, so batch sh
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -106,10 +107,19 @@ def draft_counters(server: EngineServer) -> tuple[float, float]:
     return metric_value(metrics, DRAFTS) or 0.0, metric_value(metrics, DRAFT_TOKENS) or 0.0
 
 
-def tokens_per_draft(server: EngineServer, concurrency: int, requests: int) -> float:
+def tokens_per_draft(server: EngineServer, concurrency: int, requests: int, max_tokens: int = 64) -> float:
+    """Draft tokens per draft over `requests` completions sent `concurrency` at a time, each wave together."""
     drafts_before, tokens_before = draft_counters(server)
+    # A tiny model finishes a completion in a fraction of a second: threads that trickle in on a busy machine
+    # would each find the engine idle. The barrier releases every wave at once.
+    start = threading.Barrier(concurrency)
+
+    def send(prompt: str) -> None:
+        start.wait(timeout=60)
+        complete(server, prompt, max_tokens=max_tokens)
+
     with ThreadPoolExecutor(concurrency) as pool:
-        list(pool.map(lambda prompt: complete(server, prompt, max_tokens=64), PROMPTS[:1] * requests))
+        list(pool.map(send, PROMPTS[:1] * requests))
     drafts_after, tokens_after = draft_counters(server)
     assert drafts_after > drafts_before
     return (tokens_after - tokens_before) / (drafts_after - drafts_before)
@@ -117,7 +127,7 @@ def tokens_per_draft(server: EngineServer, concurrency: int, requests: int) -> f
 
 def test_batch_size_table_changes_draft_length_with_concurrency(draft_server: EngineServer) -> None:
     alone = tokens_per_draft(draft_server, concurrency=1, requests=2)
-    crowded = tokens_per_draft(draft_server, concurrency=6, requests=6)
+    crowded = tokens_per_draft(draft_server, concurrency=6, requests=6, max_tokens=128)
     assert alone == K  # batch 1: the table's first row
     # Batches of 2..6 draft 1 token; only the ragged ends of the run fall back to batch 1.
     assert crowded < (1 + K) / 2, crowded
