@@ -77,7 +77,7 @@ def document(types: list[ResourceType], path: str) -> dict[str, Any] | None:
     groups = _versions_by_group(types)
     match parts:
         case []:
-            paths = ["/api", "/api/v1", "/apis", "/version"]
+            paths = ["/api", "/api/v1", "/apis", "/openapi/v3", "/version"]
             paths += [f"/apis/{g}/{v}" for g, vs in groups.items() if g for v in vs] + [
                 f"/apis/{g}" for g in groups if g
             ]

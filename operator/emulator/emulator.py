@@ -18,7 +18,7 @@ import kmock
 import yaml
 from kmock._internal import rendering
 
-from specfleet.operator.emulator import discovery, errors, tables
+from specfleet.operator.emulator import discovery, errors, openapi, tables
 from specfleet.operator.emulator.patching import APPLY_PATCH
 from specfleet.operator.emulator.paths import ApiPath, parse_path, verb_of
 from specfleet.operator.emulator.recording import Recorder, record_of
@@ -134,7 +134,8 @@ class KubeEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
         path = request.url.path
         api = parse_path(path)
         if not api.is_resource:
-            document = discovery.document(self.store.registry.all(), path)
+            served = self.store.registry.all()
+            document = discovery.document(served, path) or openapi.document(served, path)
             if document is None or request.method != "GET":
                 raise errors.unknown_resource(path)
             return 200, document

@@ -35,6 +35,28 @@ def test_posted_crd_appears_in_discovery(http: Http) -> None:
     assert resources["gadgets/scale"]["kind"] == "Scale"
 
 
+def test_openapi_v3_follows_registration(http: Http) -> None:
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    crd = _gadget_crd()
+    crd["metadata"]["name"] = "doohickeys.doohickeys.test.dev"
+    crd["spec"].update(group="doohickeys.test.dev", names={"kind": "Doohickey", "plural": "doohickeys"})
+    assert http("POST", crds, crd)[0] == 201
+    code, index = http("GET", "/openapi/v3")
+    assert code == 200
+    url = index["paths"]["apis/doohickeys.test.dev/v1"]["serverRelativeURL"]
+    document = http("GET", url)[1]
+    schema = document["components"]["schemas"]["dev.test.doohickeys.v1.Doohickey"]
+    gvk = {"group": "doohickeys.test.dev", "version": "v1", "kind": "Doohickey"}
+    assert schema["x-kubernetes-group-version-kind"] == [gvk]
+    served = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert schema["properties"]["spec"] == served["properties"]["spec"]
+    get = document["paths"]["/apis/doohickeys.test.dev/v1/doohickeys/{name}"]["get"]  # cluster-scoped
+    assert get["x-kubernetes-group-version-kind"] == gvk
+    assert http("DELETE", f"{crds}/doohickeys.doohickeys.test.dev")[0] == 200
+    assert "apis/doohickeys.test.dev/v1" not in http("GET", "/openapi/v3")[1]["paths"]
+    assert http("GET", "/openapi/v3/apis/doohickeys.test.dev/v1")[0] == 404
+
+
 def test_cluster_scoped_objects_and_crd_deletion(http: Http) -> None:
     crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     http(

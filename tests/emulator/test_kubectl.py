@@ -9,11 +9,13 @@ from collections.abc import Callable
 import pytest
 import yaml
 
+from specfleet.operator.api.types import SpecDecodeDeploymentSpec, SpeculationSpec
 from specfleet.operator.emulator import EmulatorServer
 from tests.emulator.widgets import widget, widget_crd
 from tests.fixtures.deps import require_binary
 
 Kubectl = Callable[..., str]
+CRDS = pathlib.Path(__file__).parents[2] / "crds"
 
 
 @pytest.fixture
@@ -108,3 +110,18 @@ def test_invalid_resource_is_refused_with_the_apiserver_message(
     assert (
         'The Widget "kbad" is invalid: spec.speculation: Invalid value: "object": k must not exceed maxK' in done.stderr
     )
+
+
+def test_explain_shows_the_generated_crd_descriptions(kubectl: Kubectl) -> None:
+    """`kubectl explain` reads the served OpenAPI v3 documents: the CRD's descriptions, enums, required."""
+    kubectl("apply", "--validate=false", "-f", str(CRDS / "specdecodedeployments.specfleet.dev.yaml"))
+    text = " ".join(kubectl("explain", "sdd.spec.speculation").split())
+    assert "KIND: SpecDecodeDeployment" in text
+    for name, field in SpeculationSpec.model_fields.items():
+        assert field.description is not None
+        assert " ".join(field.description.split()) in text, name
+    assert "method <string> -required-" in text
+    replicas = " ".join(kubectl("explain", "specdecodedeployments.spec.replicas").split())
+    description = SpecDecodeDeploymentSpec.model_fields["replicas"].description
+    assert description is not None
+    assert " ".join(description.split()) in replicas
