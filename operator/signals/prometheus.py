@@ -46,7 +46,7 @@ class PrometheusConfig:
 
 
 @dataclass(frozen=True)
-class QueryError:
+class QueryFailure:
     """A query that did not produce rows, with the CamelCase reason for the status condition."""
 
     reason: str
@@ -69,22 +69,22 @@ def make_client(config: PrometheusConfig) -> PrometheusConnect:
     return PrometheusConnect(config.url.rstrip("/"), headers, session=session, retry=retry, timeout=timeout)
 
 
-def _classify(error: Exception) -> QueryError:
+def _classify(error: Exception) -> QueryFailure:
     """A failed request as a condition reason; messages are trimmed and never carry request headers."""
     text = str(error)[:_MESSAGE_LIMIT]
     if isinstance(error, requests.exceptions.SSLError):
-        return QueryError("PrometheusTLSError", text)
+        return QueryFailure("PrometheusTLSError", text)
     if isinstance(error, requests.exceptions.JSONDecodeError):  # a RequestException, but the server answered
-        return QueryError("PrometheusBadResponse", f"answer is not JSON: {text}")
+        return QueryFailure("PrometheusBadResponse", f"answer is not JSON: {text}")
     if isinstance(error, requests.exceptions.RequestException):
-        return QueryError("PrometheusUnreachable", text)
+        return QueryFailure("PrometheusUnreachable", text)
     if isinstance(error, PrometheusApiClientException):
         if "Status Code 401" in text or "Status Code 403" in text:
-            return QueryError("PrometheusUnauthorized", text)
+            return QueryFailure("PrometheusUnauthorized", text)
         if "Status Code 400" in text or "Status Code 422" in text:
-            return QueryError("PrometheusQueryError", text)
-        return QueryError("PrometheusError", text)
-    return QueryError("PrometheusBadResponse", f"{type(error).__name__}: {text}")
+            return QueryFailure("PrometheusQueryFailure", text)
+        return QueryFailure("PrometheusError", text)
+    return QueryFailure("PrometheusBadResponse", f"{type(error).__name__}: {text}")
 
 
 def iso_time(seconds: float) -> str:
@@ -99,7 +99,7 @@ class PrometheusReader:
         self._client = make_client(config)
         self.queries_issued = 0  # for benchmarks and tests: queries sent since creation
 
-    async def answer(self, query: Query, at: float, parallel: asyncio.Semaphore) -> list[dict[str, Any]] | QueryError:
+    async def answer(self, query: Query, at: float, parallel: asyncio.Semaphore) -> list[dict[str, Any]] | QueryFailure:
         """Rows of one instant query evaluated at `at` (epoch seconds), or why there are none.
 
         Returned, not raised: a query still in flight when its tick is cancelled (shutdown) must not leave a
@@ -112,18 +112,18 @@ class PrometheusReader:
             except Exception as error:  # every failure becomes a reason; none may escape the tick
                 return _classify(error)
         if not isinstance(rows, list):
-            return QueryError("PrometheusBadResponse", f"result of {query.name} is not a list")
+            return QueryFailure("PrometheusBadResponse", f"result of {query.name} is not a list")
         return rows
 
-    async def run(self, queries: Sequence[Query], at: float) -> tuple[dict[str, Any], dict[str, QueryError]]:
+    async def run(self, queries: Sequence[Query], at: float) -> tuple[dict[str, Any], dict[str, QueryFailure]]:
         """All queries concurrently: the answered rows and the failures, by query name."""
         # Bounded by the connection pool; made per call so the reader is not tied to one event loop.
         parallel = asyncio.Semaphore(self.config.max_parallel)
         outcomes = await asyncio.gather(*(self.answer(query, at, parallel) for query in queries))
         answered: dict[str, Any] = {}
-        failed: dict[str, QueryError] = {}
+        failed: dict[str, QueryFailure] = {}
         for query, outcome in zip(queries, outcomes, strict=True):
-            if isinstance(outcome, QueryError):
+            if isinstance(outcome, QueryFailure):
                 log.warning("Prometheus query %s failed: %s", query.name, outcome.reason)
                 failed[query.name] = outcome
             else:
