@@ -82,7 +82,7 @@ def _classify(error: Exception) -> QueryFailure:
         if "Status Code 401" in text or "Status Code 403" in text:
             return QueryFailure("PrometheusUnauthorized", text)
         if "Status Code 400" in text or "Status Code 422" in text:
-            return QueryFailure("PrometheusQueryFailure", text)
+            return QueryFailure("PrometheusQueryError", text)
         return QueryFailure("PrometheusError", text)
     return QueryFailure("PrometheusBadResponse", f"{type(error).__name__}: {text}")
 
