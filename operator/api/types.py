@@ -420,6 +420,10 @@ class Decision(ApiModel):
     k: int | None = Field(default=None, description="k after the decision.")
     applied: bool = Field(default=True, description="False in Recommend mode or while paused.")
     reason: str = Field(description="One-line explanation.")
+    wants: str | None = Field(
+        default=None,
+        description="For a hold a stability gate imposed: the change it held back (e.g. 'disable to off').",
+    )
     inputs: dict[str, float | int | str] = Field(
         default_factory=dict, description="Signals and predictions the decision used (unknown ones left out)."
     )

@@ -143,7 +143,8 @@ def _commit(
 ) -> Decision:
     applied = ctx.mode != SpeculationMode.RECOMMEND
     if proposal.action == Action.HOLD:
-        return Decision(proposal.action, proposal.code, proposal.reason, state.current, applied, inputs, state)
+        wants = f"{proposal.wanted} to {proposal.target.describe()}" if proposal.wanted else None
+        return Decision(proposal.action, proposal.code, proposal.reason, state.current, applied, inputs, state, wants)
     if applied:
         # A rollback returns to a configuration already known good: nothing to verify.
         rollback = proposal.action == Action.ROLLBACK

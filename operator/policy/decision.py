@@ -56,6 +56,8 @@ class Decision:
     applied: bool
     inputs: Inputs
     state: PolicyState
+    # On a hold a gate imposed: the change held back ("disable to off"); None otherwise.
+    wants: str | None = None
 
     @property
     def restart_bound(self) -> bool:
@@ -70,5 +72,6 @@ class Decision:
             k=self.target.k if self.target.enabled else None,
             applied=self.applied,
             reason=f"{self.code.value}: {self.reason}",
+            wants=self.wants,
             inputs=dict(self.inputs),
         )

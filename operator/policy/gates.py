@@ -91,4 +91,4 @@ def _thin_evidence(obs: Observation, state: PolicyState, ctx: Context) -> str | 
 
 def _blocked(proposal: Proposal, code: Reason, detail: str) -> Proposal:
     reason = f"wants {proposal.action} to {proposal.target.describe()} ({proposal.reason}); {detail}"
-    return Proposal(Action.HOLD, code, reason, proposal.target, proposal.kind, proposal.gain)
+    return Proposal(Action.HOLD, code, reason, proposal.target, proposal.kind, proposal.gain, proposal.action)

@@ -25,6 +25,7 @@ class Proposal:
     target: SpecConfig
     kind: Kind = Kind.TUNE
     gain: float = 0.0  # predicted relative throughput change of the switch
+    wanted: Action | None = None  # on a hold a gate imposed: the action it held back (towards `target`)
 
 
 def hold(code: Reason, reason: str, current: SpecConfig) -> Proposal:

@@ -60,14 +60,14 @@ def to_spec_config(state: SpeculationState) -> SpecConfig:
 
 
 def _repeats(last: DecisionRecord | None, record: DecisionRecord) -> bool:
-    """Whether `record` is the same hold as `last`: same reason code, same configuration held or wanted.
+    """Whether `record` is the same hold as `last`: same reason code, same configuration, same change held back.
 
-    Such a hold adds nothing to the history an SRE reads; a hold that wants another configuration (a dwell
-    towards enable after one towards disable) does, and so does any hold after an action.
+    Such a hold adds nothing to the history an SRE reads; a hold that holds back another change (a dwell
+    towards disable after one towards set-k) does, and so does any hold after an action.
     """
     if last is None or record.action != Action.HOLD or last.action != Action.HOLD:
         return False
-    return (last.reason.split(":")[0], last.k) == (record.reason.split(":")[0], record.k)
+    return (last.reason.split(":")[0], last.k, last.wants) == (record.reason.split(":")[0], record.k, record.wants)
 
 
 def fold_evaluation(

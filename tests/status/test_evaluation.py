@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 from specfleet.operator.api.types import Signals, SpecDecodeDeploymentStatus, SpeculationState
 from specfleet.operator.policy.decision import Action, Decision, Reason
 from specfleet.operator.policy.state import PolicyState, SpecConfig
@@ -65,11 +67,13 @@ def test_repeated_holds_do_not_flood_history() -> None:
     assert len(status.decisions) == 2
 
 
-def test_a_hold_wanting_another_config_is_a_new_entry() -> None:
+def test_a_hold_that_holds_back_another_change_is_a_new_entry() -> None:
     status = SpecDecodeDeploymentStatus()
-    for target in (SpecConfig.off(), SpecConfig.off(), ON, ON, SpecConfig.off()):
-        status = _fold(_decision(Action.HOLD, Reason.DWELL, target), status).status
-    assert [d.k for d in status.decisions] == [None, 3, None]
+    held_back = ("set-k to k=2", "set-k to k=2", "disable to off", "disable to off", None)
+    for wants in held_back:
+        decision = replace(_decision(Action.HOLD, Reason.DWELL, ON), wants=wants)
+        status = _fold(decision, status).status
+    assert [d.wants for d in status.decisions] == ["set-k to k=2", "disable to off", None]
 
 
 def test_history_is_bounded() -> None:
