@@ -63,7 +63,8 @@ def index(types: list[ResourceType]) -> dict[str, Any]:
     for group, version in sorted({(rt.group, rt.version) for rt in types}):
         body = json.dumps(group_version(types, group, version), sort_keys=True).encode()
         digest = hashlib.sha256(body).hexdigest()[:32].upper()
-        paths[_gv_path(group, version)] = {"serverRelativeURL": f"/openapi/v3/{_gv_path(group, version)}?hash={digest}"}
+        path = _gv_path(group, version)
+        paths[path] = {"serverRelativeURL": f"/openapi/v3/{path}?hash={digest}"}
     return {"paths": paths}
 
 

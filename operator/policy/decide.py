@@ -143,8 +143,9 @@ def _commit(
 ) -> Decision:
     applied = ctx.mode != SpeculationMode.RECOMMEND
     if proposal.action == Action.HOLD:
-        wants = f"{proposal.wanted} to {proposal.target.describe()}" if proposal.wanted else None
-        return Decision(proposal.action, proposal.code, proposal.reason, state.current, applied, inputs, state, wants)
+        return Decision(
+            proposal.action, proposal.code, proposal.reason, state.current, applied, inputs, state, proposal.wants
+        )
     if applied:
         # A rollback returns to a configuration already known good: nothing to verify.
         rollback = proposal.action == Action.ROLLBACK

@@ -90,5 +90,6 @@ def _thin_evidence(obs: Observation, state: PolicyState, ctx: Context) -> str | 
 
 
 def _blocked(proposal: Proposal, code: Reason, detail: str) -> Proposal:
-    reason = f"wants {proposal.action} to {proposal.target.describe()} ({proposal.reason}); {detail}"
-    return Proposal(Action.HOLD, code, reason, proposal.target, proposal.kind, proposal.gain, proposal.action)
+    wants = f"{proposal.action} to {proposal.target.describe()}"
+    reason = f"wants {wants} ({proposal.reason}); {detail}"
+    return Proposal(Action.HOLD, code, reason, proposal.target, proposal.kind, proposal.gain, wants)

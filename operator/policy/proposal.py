@@ -25,7 +25,7 @@ class Proposal:
     target: SpecConfig
     kind: Kind = Kind.TUNE
     gain: float = 0.0  # predicted relative throughput change of the switch
-    wanted: Action | None = None  # on a hold a gate imposed: the action it held back (towards `target`)
+    wants: str | None = None  # on a hold a gate imposed: the change it held back ("disable to off")
 
 
 def hold(code: Reason, reason: str, current: SpecConfig) -> Proposal:
