@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from tests.fixtures.prometheus import free_port
+from tests.fixtures.stand_in import StandInServer
 
 MODES = ("pass", "down", "slow", "http500", "garbage", "nan", "inf", "empty")
 _EMPTY = {"status": "success", "data": {"resultType": "vector", "result": []}}
@@ -39,7 +40,7 @@ class FaultProxy:
         self.port = free_port()
         self.requests = 0
         self.authorized = 0
-        self._server: http.server.ThreadingHTTPServer | None = None
+        self._server: StandInServer | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -70,8 +71,7 @@ class FaultProxy:
             def log_message(self, *_: Any) -> None:
                 return
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._server.daemon_threads = True
+        self._server = StandInServer(("127.0.0.1", self.port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 

@@ -78,13 +78,13 @@ def test_every_prometheus_fault_holds_reports_and_recovers(
         seen: dict[str, str] = {}
         for mode, reasons in PROXY_FAULTS.items():
             proxy.set_mode(mode)
-            seen[mode] = _report_and_recover(emulator, namespace, lambda: proxy.set_mode("pass"))
+            seen[mode] = _report_and_recover(emulator, namespace, mode, lambda: proxy.set_mode("pass"))
             assert seen[mode] in reasons, f"{mode}: {seen[mode]}"
         kubelet.exporter.pod.restart()  # a counter reset is normal life: rates stay sane, nothing changes
         time.sleep(HOLD_SECONDS)
         wait_for(lambda: _available(emulator, namespace, "steady", "True"), 30, "signals after a counter reset")
         prometheus_server.set_targets(f"{namespace}-steady", [])  # the pod vanishes: its series go stale
-        seen["stale"] = _report_and_recover(emulator, namespace, lambda: setattr(kubelet, "hash", None), 60)
+        seen["stale"] = _report_and_recover(emulator, namespace, "stale", lambda: setattr(kubelet, "hash", None), 60)
         assert seen["stale"] == "NoSeries"
         assert _speculating(emulator, namespace, "steady")
     hashes = config_hashes(emulator, namespace, "steady")
@@ -98,18 +98,22 @@ def _last_reason(emulator: EmulatorServer, namespace: str) -> str:
     return str(decisions[-1].get("reason", ""))
 
 
-def _report_and_recover(emulator: EmulatorServer, namespace: str, heal: Any, timeout: float = 40) -> str:
+def _report_and_recover(emulator: EmulatorServer, namespace: str, fault: str, heal: Any, timeout: float = 40) -> str:
     """Wait for the fault in MetricsAvailable, keep it a few ticks, heal it, wait for signals again."""
-    condition = wait_for(lambda: _available(emulator, namespace, "steady", "False"), timeout, "the fault reported")
+    condition = wait_for(lambda: _available(emulator, namespace, "steady", "False"), timeout, f"{fault} reported")
     assert condition["message"], condition
     # Once the fault has lasted metricsMissingIntervals ticks, the policy's fallback (Hold) is what it decides.
-    wait_for(lambda: _last_reason(emulator, namespace).startswith("metrics-missing"), 30, "the fallback hold")
+    wait_for(
+        lambda: _last_reason(emulator, namespace).startswith("metrics-missing"),
+        30,
+        lambda: f"the fallback hold under {fault} (last decision: {_last_reason(emulator, namespace)})",
+    )
     assert _last_reason(emulator, namespace).endswith("fallback Hold")
     time.sleep(HOLD_SECONDS)
     still = _metrics_condition(emulator, namespace, "steady")
-    assert (still["status"], still["reason"]) == ("False", condition["reason"]), "the condition flapped"
+    assert (still["status"], still["reason"]) == ("False", condition["reason"]), f"{fault}: the condition flapped"
     heal()
-    wait_for(lambda: _available(emulator, namespace, "steady", "True"), 60, "recovery")
+    wait_for(lambda: _available(emulator, namespace, "steady", "True"), 60, f"recovery from {fault}")
     return str(condition["reason"])
 
 

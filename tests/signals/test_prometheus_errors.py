@@ -11,6 +11,7 @@ import logging
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from specfleet.operator.signals.prometheus import PrometheusConfig, PrometheusRe
 from specfleet.operator.signals.promql import build_queries
 from tests.fixtures.deps import require_binary
 from tests.fixtures.prometheus import free_port
+from tests.fixtures.stand_in import StandInServer
 
 TOKEN = "s3cret-token-value"
 EMPTY = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}).encode()
@@ -51,7 +53,7 @@ def serve(stub: Stub, context: ssl.SSLContext | None = None) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = StandInServer(("127.0.0.1", 0), Handler)
     if context is not None:
         server.socket = context.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -95,6 +97,32 @@ async def test_server_errors_are_retried_with_backoff_then_reported() -> None:
     assert result.reason == "PrometheusError"
     queries = len(build_queries([], LabelMapping(), 30))
     assert stub.hits == queries * 2  # each query: the first try and one retry
+
+
+async def test_a_slow_prometheus_costs_a_tick_one_timeout_not_one_per_retry() -> None:
+    """Every query of the tick is in flight at once, and a query that timed out is not sent again."""
+    in_flight = peak = 0
+    lock = threading.Lock()
+
+    def slow(headers: dict[str, str]) -> tuple[int, bytes]:
+        nonlocal in_flight, peak
+        with lock:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        time.sleep(1.5)  # beyond the timeout, long enough for every query of the tick to arrive
+        with lock:
+            in_flight -= 1
+        return 200, EMPTY
+
+    stub = Stub(slow)
+    for url in serve(stub):
+        config = PrometheusConfig(url=url, timeout_seconds=0.5, retries=3, backoff_seconds=0.01)
+        result = (await PrometheusReader(config).read(TARGETS, 30))[TARGETS[0].key]
+    assert isinstance(result, Unavailable)
+    assert result.reason == "PrometheusUnreachable"
+    queries = len(build_queries([], LabelMapping(), 30))
+    assert stub.hits == queries
+    assert peak == queries
 
 
 async def test_bearer_token_is_sent_and_never_logged(caplog: pytest.LogCaptureFixture) -> None:
