@@ -77,7 +77,9 @@ class ScrapeReader:
                 async with session.get(pod.metrics_url) as response:
                     response.raise_for_status()
                     return await response.text()
-            except (aiohttp.ClientError, TimeoutError) as error:
+            except TimeoutError as error:  # a pod that timed out would time out again: the tick moves on
+                return error
+            except aiohttp.ClientError as error:
                 if attempt == self.config.retries:
                     return error
                 await asyncio.sleep(delay)

@@ -5,15 +5,12 @@ A small HTTP server stands in for Prometheus where a real one cannot be made to 
 
 from __future__ import annotations
 
-import http.server
 import json
 import logging
 import ssl
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -23,47 +20,11 @@ from specfleet.operator.signals.prometheus import PrometheusConfig, PrometheusRe
 from specfleet.operator.signals.promql import build_queries
 from tests.fixtures.deps import require_binary
 from tests.fixtures.prometheus import free_port
-from tests.fixtures.stand_in import StandInServer
+from tests.fixtures.stand_in import Stub, serve
 
 TOKEN = "s3cret-token-value"
 EMPTY = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}).encode()
 TARGETS = [FleetTarget("ns", "d", "h")]
-
-
-@dataclass
-class Stub:
-    """Answers every request with `answer(headers) -> (status, body)` and counts requests."""
-
-    answer: Callable[[dict[str, str]], tuple[int, bytes]]
-    hits: int = 0
-    headers: list[dict[str, str]] = field(default_factory=list)
-
-
-def serve(stub: Stub, context: ssl.SSLContext | None = None) -> Iterator[str]:
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            stub.hits += 1
-            stub.headers.append(dict(self.headers))
-            status, body = stub.answer(dict(self.headers))
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = StandInServer(("127.0.0.1", 0), Handler)
-    if context is not None:
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    scheme = "https" if context else "http"
-    try:
-        yield f"{scheme}://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 async def read_with(url: str, **options: object) -> Unavailable:
