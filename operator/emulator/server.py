@@ -58,6 +58,7 @@ class EmulatorServer:
             started.set()
             loop.run_forever()
             loop.run_until_complete(self._down())
+            _finish_tasks(loop)
             loop.close()
 
         self._thread = threading.Thread(target=run, name="k8s-emulator", daemon=True)
@@ -181,3 +182,13 @@ class EmulatorServer:
 
     def clear_requests(self) -> None:
         self.emulator.recorder.clear()
+
+
+def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel what is still running (handlers of clients that kept their connection) and let it unwind, as
+    asyncio.run does: a loop closed over pending tasks logs "Task was destroyed but it is pending!"."""
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
