@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -103,14 +103,16 @@ def iso_time(seconds: float) -> str:
 class PrometheusReader:
     """Implements `SignalsReader` against a Prometheus HTTP API."""
 
-    def __init__(self, config: PrometheusConfig) -> None:
+    def __init__(self, config: PrometheusConfig, threads: Executor | None = None) -> None:
+        """`threads` runs the blocking queries (the operator shares one pool among all its readers); by
+        default the reader gets its own. Never the event loop's default pool: it is small (cores + 4) and
+        shared with everything else."""
         self.config = config
         self._client = make_client(config)
-        # Its own threads: the event loop's default pool is small (cores + 4) and shared with everything else.
-        self._threads = ThreadPoolExecutor(config.max_parallel, thread_name_prefix="prometheus")
+        self._threads = threads or ThreadPoolExecutor(config.max_parallel, thread_name_prefix="prometheus")
         self.queries_issued = 0  # for benchmarks and tests: queries sent since creation
 
-    async def answer(self, query: Query, at: float) -> list[dict[str, Any]] | QueryFailure:
+    async def answer(self, query: Query, at: float, parallel: asyncio.Semaphore) -> list[dict[str, Any]] | QueryFailure:
         """Rows of one instant query evaluated at `at` (epoch seconds), or why there are none.
 
         Returned, not raised: a query still in flight when its tick is cancelled (shutdown) must not leave a
@@ -119,17 +121,20 @@ class PrometheusReader:
         self.queries_issued += 1
         params = {"time": f"{at:.3f}"}
         loop = asyncio.get_running_loop()
-        try:
-            rows = await loop.run_in_executor(self._threads, self._client.custom_query, query.promql, params)
-        except Exception as error:  # every failure becomes a reason; none may escape the tick
-            return _classify(error)
+        async with parallel:
+            try:
+                rows = await loop.run_in_executor(self._threads, self._client.custom_query, query.promql, params)
+            except Exception as error:  # every failure becomes a reason; none may escape the tick
+                return _classify(error)
         if not isinstance(rows, list):
             return QueryFailure("PrometheusBadResponse", f"result of {query.name} is not a list")
         return rows
 
     async def run(self, queries: Sequence[Query], at: float) -> tuple[dict[str, Any], dict[str, QueryFailure]]:
-        """All queries concurrently: the answered rows and the failures, by query name."""
-        outcomes = await asyncio.gather(*(self.answer(query, at) for query in queries))
+        """All queries concurrently (up to max_parallel): the answered rows and the failures, by query name."""
+        # Made per call so the reader is not tied to one event loop.
+        parallel = asyncio.Semaphore(self.config.max_parallel)
+        outcomes = await asyncio.gather(*(self.answer(query, at, parallel) for query in queries))
         answered: dict[str, Any] = {}
         failed: dict[str, QueryFailure] = {}
         for query, outcome in zip(queries, outcomes, strict=True):
