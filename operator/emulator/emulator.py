@@ -18,7 +18,7 @@ import kmock
 import yaml
 from kmock._internal import rendering
 
-from specfleet.operator.emulator import discovery, errors, openapi, tables
+from specfleet.operator.emulator import discovery, errors, openapi, schema, tables
 from specfleet.operator.emulator.patching import APPLY_PATCH
 from specfleet.operator.emulator.paths import ApiPath, parse_path, verb_of
 from specfleet.operator.emulator.recording import Recorder, record_of
@@ -162,6 +162,8 @@ class KubeEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
             **options,
             **({"propagationPolicy": query["propagationPolicy"]} if "propagationPolicy" in query else {}),
         }
+        if verb in {"create", "update", "patch"} and sub != "scale" and query.get("fieldValidation") == "Strict":
+            _reject_unknown_fields(rt, request.data, request.headers.get("Content-Type", ""))
         match verb:
             case "get":
                 return store.scale(rt, namespace, name) if sub == "scale" else store.get(rt, namespace, name)
@@ -224,6 +226,18 @@ class KubeEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
             "metadata": {"resourceVersion": self.store.resource_version},
         }
         return {"type": "BOOKMARK", "object": marker}
+
+
+def _reject_unknown_fields(rt: ResourceType, body: Any, content_type: str) -> None:
+    """`fieldValidation=Strict` (what kubectl sends when the OpenAPI document offers it): a field the schema
+    does not declare is an error, not silently pruned. A JSON patch is a list of operations: not checked."""
+    if rt.schema is None or not isinstance(body, dict) or content_type.startswith("application/json-patch"):
+        return
+    unknown = schema.unknown_fields(body, rt.schema)
+    if unknown:
+        fields = ", ".join(f'unknown field "{path}"' for path in unknown)
+        message = f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: strict decoding error: '
+        raise errors.bad_request(message + fields)
 
 
 def _selects(query: dict[str, str]) -> Matcher:

@@ -32,17 +32,37 @@ def _schema(rt: ResourceType) -> dict[str, Any]:
     return {**schema, "x-kubernetes-group-version-kind": [gvk]}
 
 
+# kubectl validates on the server (it sends fieldValidation=Strict) when a kind's patch operation lists this
+# parameter; otherwise it falls back to client-side validation against OpenAPI v2, which is not served.
+_FIELD_VALIDATION = {
+    "name": "fieldValidation",
+    "in": "query",
+    "description": "How the server treats fields the schema does not declare: Ignore, Warn or Strict.",
+    "schema": {"type": "string", "enum": ["Ignore", "Warn", "Strict"]},
+}
+
+
 def _paths(rt: ResourceType) -> dict[str, Any]:
-    """The resource's item path with a `get` that names its kind: how clients map a resource to its schema."""
+    """The resource's item path with a `get` and a `patch` that name its kind: how clients map a resource to
+    its schema, and learn that the server validates fields."""
     base = f"/{_gv_path(rt.group, rt.version)}" + ("/namespaces/{namespace}" if rt.namespaced else "")
     ref = {"$ref": f"#/components/schemas/{schema_name(rt)}"}
+    gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
+    responses = {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}}
     get = {
         "operationId": f"read{rt.kind}",
-        "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": ref}}}},
+        "responses": responses,
         "x-kubernetes-action": "get",
-        "x-kubernetes-group-version-kind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
+        "x-kubernetes-group-version-kind": gvk,
     }
-    return {f"{base}/{rt.plural}/{{name}}": {"get": get}}
+    patch = {
+        "operationId": f"patch{rt.kind}",
+        "parameters": [_FIELD_VALIDATION],
+        "responses": responses,
+        "x-kubernetes-action": "patch",
+        "x-kubernetes-group-version-kind": gvk,
+    }
+    return {f"{base}/{rt.plural}/{{name}}": {"get": get, "patch": patch}}
 
 
 def group_version(types: list[ResourceType], group: str, version: str) -> dict[str, Any] | None:

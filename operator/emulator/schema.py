@@ -55,14 +55,14 @@ def child_schemas(value: Any, schema: Schema, path: str) -> Iterator[tuple[Any, 
             yield child, schema["items"], f"{path}[{index}]"
 
 
-def prune(value: Any, schema: Schema, root: bool = False) -> Any:
-    """Drop fields the schema does not declare, unless it preserves unknown fields.
+def prune(value: Any, schema: Schema, root: bool = False, dropped: list[str] | None = None, path: str = "") -> Any:
+    """Drop fields the schema does not declare, unless it preserves unknown fields; their paths go to `dropped`.
 
     As in the apiserver, an object schema without properties keeps nothing unless it says
     `x-kubernetes-preserve-unknown-fields` or gives `additionalProperties`.
     """
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [prune(item, schema["items"]) for item in value]
+        return [prune(item, schema["items"], False, dropped, f"{path}[{i}]") for i, item in enumerate(value)]
     if not isinstance(value, dict):
         return value
     properties = schema.get("properties", {})
@@ -70,15 +70,25 @@ def prune(value: Any, schema: Schema, root: bool = False) -> Any:
     keep_unknown = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or extra is True
     kept = {}
     for key, child in value.items():
+        where = f"{path}.{key}" if path else key
         if root and key in _ENVELOPE:
             kept[key] = child  # metadata is the apiserver's business, not the schema's
         elif key in properties:
-            kept[key] = prune(child, properties[key])
+            kept[key] = prune(child, properties[key], False, dropped, where)
         elif isinstance(extra, dict):
-            kept[key] = prune(child, extra)
+            kept[key] = prune(child, extra, False, dropped, f"{path}[{key}]")
         elif keep_unknown:
             kept[key] = child
+        elif dropped is not None:
+            dropped.append(where)
     return kept
+
+
+def unknown_fields(value: Any, schema: Schema) -> list[str]:
+    """Paths of the fields of an object (or a patch of one) that pruning would drop."""
+    dropped: list[str] = []
+    prune(value, schema, root=True, dropped=dropped)
+    return dropped
 
 
 def apply_defaults(value: Any, schema: Schema) -> Any:

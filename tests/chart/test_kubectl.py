@@ -57,7 +57,6 @@ def test_template_applies_with_kubectl_dry_run(
             "--kubeconfig",
             str(kubeconfig),
             "apply",
-            "--validate=false",
             "--dry-run=client",
             "-f",
             "-",

@@ -1,4 +1,5 @@
-"""The real kubectl binary against the emulator: apply, get, patch, scale, wait, namespaces."""
+"""The real kubectl binary against the emulator: apply (validated on the server), get, patch, scale, wait,
+namespaces, explain."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def manifests(tmp_path: pathlib.Path, kubectl: Kubectl) -> pathlib.Path:
     """The Widget CRD applied with kubectl (first, as on a real cluster), and a widget's manifest."""
     crd = tmp_path / "crd.yaml"
     crd.write_text(yaml.safe_dump(widget_crd()))
-    kubectl("apply", "--validate=false", "-f", str(crd))
+    kubectl("apply", "-f", str(crd))
     path = tmp_path / "widget.yaml"
     path.write_text(yaml.safe_dump(widget("kw", replicas=2)))
     return path
@@ -45,7 +46,7 @@ def manifests(tmp_path: pathlib.Path, kubectl: Kubectl) -> pathlib.Path:
 def test_apply_get_patch_scale_wait(
     kubectl: Kubectl, manifests: pathlib.Path, emulator: EmulatorServer, ns: str
 ) -> None:
-    assert "widget.test.dev/kw created" in kubectl("apply", "--validate=false", "-f", str(manifests))
+    assert "widget.test.dev/kw created" in kubectl("apply", "-f", str(manifests))
     header, row = kubectl("get", "widgets").splitlines()
     assert header.split() == ["NAME", "REPLICAS", "MODE", "READY", "AGE"]
     assert row.split()[:3] == ["kw", "2", "Auto"]
@@ -64,14 +65,14 @@ def test_apply_get_patch_scale_wait(
     stored = emulator.get("test.dev/v1", "widgets", "kw", ns)
     assert stored is not None
     assert (stored["spec"]["replicas"], stored["spec"]["mode"]) == (3, "On")
-    assert "configured" in kubectl("apply", "--validate=false", "-f", str(manifests))
+    assert "configured" in kubectl("apply", "-f", str(manifests))
     assert kubectl("get", "wd", "kw", "-o", "jsonpath={.spec.replicas} {.metadata.generation}") == "2 4"
 
 
 def test_server_side_apply_and_delete(
     kubectl: Kubectl, manifests: pathlib.Path, emulator: EmulatorServer, ns: str
 ) -> None:
-    kubectl("apply", "--server-side", "--validate=false", "-f", str(manifests))
+    kubectl("apply", "--server-side", "-f", str(manifests))
     assert emulator.get("test.dev/v1", "widgets", "kw", ns) is not None
     kubectl("delete", "widget", "kw")
     assert emulator.get("test.dev/v1", "widgets", "kw", ns) is None
@@ -97,7 +98,6 @@ def test_invalid_resource_is_refused_with_the_apiserver_message(
             "-n",
             ns,
             "apply",
-            "--validate=false",
             "-f",
             str(bad),
         ],
@@ -112,9 +112,37 @@ def test_invalid_resource_is_refused_with_the_apiserver_message(
     )
 
 
+def test_unknown_fields_are_refused_by_default_and_pruned_without_validation(
+    kubectl: Kubectl, manifests: pathlib.Path, tmp_path: pathlib.Path, emulator: EmulatorServer, ns: str
+) -> None:
+    """kubectl's default `--validate=strict` becomes fieldValidation=Strict on the server: a field the schema
+    does not declare fails the create and the update and changes nothing; `--validate=false` prunes it."""
+    typo = tmp_path / "typo.yaml"
+    typo.write_text(yaml.safe_dump(widget("kw", replicas=2, replcas=3)))
+    refused = _kubectl_fails(kubectl, "apply", "-f", str(typo))
+    assert 'strict decoding error: unknown field "spec.replcas"' in refused
+    assert emulator.get("test.dev/v1", "widgets", "kw", ns) is None
+    kubectl("apply", "-f", str(manifests))
+    stored = emulator.get("test.dev/v1", "widgets", "kw", ns)
+    assert stored is not None
+    refused = _kubectl_fails(kubectl, "apply", "-f", str(typo))  # now a patch of the existing widget
+    assert 'unknown field "spec.replcas"' in refused
+    assert emulator.get("test.dev/v1", "widgets", "kw", ns) == stored
+    kubectl("apply", "--validate=false", "-f", str(typo))
+    pruned = emulator.get("test.dev/v1", "widgets", "kw", ns)
+    assert pruned is not None
+    assert "replcas" not in pruned["spec"]
+
+
+def _kubectl_fails(kubectl: Kubectl, *args: str) -> str:
+    with pytest.raises(AssertionError) as failed:
+        kubectl(*args)
+    return str(failed.value)
+
+
 def test_explain_shows_the_generated_crd_descriptions(kubectl: Kubectl) -> None:
     """`kubectl explain` reads the served OpenAPI v3 documents: the CRD's descriptions, enums, required."""
-    kubectl("apply", "--validate=false", "-f", str(CRDS / "specdecodedeployments.specfleet.dev.yaml"))
+    kubectl("apply", "-f", str(CRDS / "specdecodedeployments.specfleet.dev.yaml"))
     text = " ".join(kubectl("explain", "sdd.spec.speculation").split())
     assert "KIND: SpecDecodeDeployment" in text
     for name, field in SpeculationSpec.model_fields.items():

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from specfleet.operator.emulator.cel import check_rules
-from specfleet.operator.emulator.schema import apply_defaults, prune, validate
+from specfleet.operator.emulator.schema import apply_defaults, prune, unknown_fields, validate
 from tests.emulator.conftest import Http
 from tests.emulator.widgets import widget
 
@@ -115,6 +115,19 @@ def test_unknown_fields_are_pruned_unless_preserved(http: Http, widgets: str) ->
     assert stored["spec"]["extra"] == {"free": {"form": True}}
 
 
+def test_strict_field_validation_refuses_what_pruning_would_drop(http: Http, widgets: str) -> None:
+    body = widget("strict", bogus=1, extra={"free": {"form": True}})
+    code, status = http("POST", f"{widgets}?fieldValidation=Strict", body)
+    assert (code, status["reason"]) == (400, "BadRequest")
+    assert status["message"].endswith('strict decoding error: unknown field "spec.bogus"')
+    assert http("POST", f"{widgets}?fieldValidation=Ignore", body)[0] == 201
+    patch = {"spec": {"replicas": 2, "bogus": 2}}
+    code, _ = http("PATCH", f"{widgets}/strict?fieldValidation=Strict", patch, content_type=MERGE)
+    assert code == 400
+    _, stored = http("GET", f"{widgets}/strict")
+    assert stored["spec"]["replicas"] == 1
+
+
 def test_defaults_are_applied(http: Http, widgets: str) -> None:
     _, stored = http("POST", widgets, widget("dflt", speculation={}))
     assert stored["spec"]["mode"] == "Auto"
@@ -158,6 +171,12 @@ def test_prune_follows_properties_and_additional_properties() -> None:
         "free": {},
         "metadata": {"name": "n"},
     }
+
+
+def test_unknown_fields_are_the_paths_prune_drops() -> None:
+    value = {"a": {"b": 1, "c": 2}, "m": {"k": {"x": "1", "y": 2}}, "free": {"q": 1}, "z": 0, "metadata": {}}
+    assert unknown_fields(value, SCHEMA) == ["a.c", "m[k].y", "free.q", "z"]
+    assert unknown_fields({"a": {"b": 1}, "metadata": {"name": "n"}}, SCHEMA) == []
 
 
 def test_defaults_only_fill_present_parents() -> None:
