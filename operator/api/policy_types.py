@@ -91,7 +91,10 @@ class PolicySpec(BaseModel):
         default=None,
         ge=1,
         le=100,
-        description="Intervals without metrics before the fallback applies (default 3).",
+        description=(
+            "Intervals without metrics, counted while a pod of the current configuration is Ready, before the"
+            " fallback applies (default 3)."
+        ),
     )
     collapse_acceptance_length: float | None = Field(
         default=None,

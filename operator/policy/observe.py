@@ -58,7 +58,10 @@ class Observation:
 def learn(now: float, signals: Signals | None, state: PolicyState, ctx: Context) -> tuple[PolicyState, Observation]:
     batch = signals.concurrency_per_replica if signals is not None else None
     if signals is None or batch is None:
-        state = replace(state, missing_intervals=state.missing_intervals + 1)
+        # Only a Ready pod of the current configuration owes metrics: while none is (a new fleet, a rollout's
+        # first pod still loading), no signals is expected, not a fault that the fallback should answer.
+        expected = ctx.fleet.ready_replicas > 0
+        state = replace(state, missing_intervals=state.missing_intervals + int(expected))
         return state, _observation(now, None, state, ctx, ctx.cost, fresh=False)
     cost = ctx.cost.with_context(context_from_signals(ctx.cost, signals.kv_cache_usage, batch))
     fresh = _fresh(signals, ctx)

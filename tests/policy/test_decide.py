@@ -117,6 +117,13 @@ def test_fallback_off_after_missing_intervals() -> None:
     assert decisions[-1].code == Reason.METRICS_MISSING
 
 
+def test_no_signals_before_any_pod_is_ready_is_not_a_metrics_fault() -> None:
+    ctx = make_context(fallback=Fallback.OFF, ready=0)
+    decisions = run(ctx, initial_state(ctx), lambda t, s: None, steps=10)
+    assert all(d.action == Action.HOLD and d.code != Reason.METRICS_MISSING for d in decisions)
+    assert decisions[-1].state.missing_intervals == 0
+
+
 def changed_state(ctx_kwargs: dict[str, Any]) -> tuple[Context, PolicyState]:
     """A fleet that has just switched from k=3 (good) to k=1 at t=0."""
     ctx = make_context(dwell_seconds=0, restart_cost_seconds=0, **ctx_kwargs)

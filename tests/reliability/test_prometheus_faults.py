@@ -16,7 +16,7 @@ from specfleet.operator.runner import BackgroundOperator
 from tests.fixtures.operator import operator_config, wait_for
 from tests.fixtures.prometheus import PrometheusServer
 from tests.operator.test_policy_loop import Kubelet, _fleet, _speculating
-from tests.operator.test_reconcile import _create, _sdd
+from tests.operator.test_reconcile import _create, _patch_spec, _sdd
 from tests.reliability.crash import changes, config_hashes
 from tests.reliability.faults import FaultProxy
 
@@ -125,10 +125,13 @@ def test_fallback_off_switches_off_once_and_stays_off(
     namespace: str,
     proxy: FaultProxy,
 ) -> None:
-    _create(api_client, _fleet_behind(namespace, "cautious", proxy, fallback="Off", metricsMissingIntervals=2))
+    _create(api_client, _fleet_behind(namespace, "cautious", proxy, metricsMissingIntervals=2))
     with Kubelet(emulator, prometheus_server, namespace, "cautious"):
         wait_for(lambda: _available(emulator, namespace, "cautious", "True"), 60, "signals before the fault")
         assert _speculating(emulator, namespace, "cautious")
+        # Off only once the fleet reports: the ticks before Prometheus has two scrapes of a new pod (here
+        # 1 s ticks, 1 s scrapes) have no signals either, and would race the fault this test injects.
+        _patch_spec(api_client, namespace, "cautious", {"spec": {"policy": {"fallback": "Off"}}})
         proxy.set_mode("down")
         wait_for(
             lambda: not _speculating(emulator, namespace, "cautious"),
