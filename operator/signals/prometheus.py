@@ -4,8 +4,9 @@ Uses prometheus-api-client over a requests session with timeouts, retries with e
 connection errors and 429/5xx answers, TLS options and bearer-token auth. The token is only ever placed in
 the Authorization header: it is kept out of reprs, log lines and error reasons.
 
-A tick's queries run side by side on the reader's own threads and a timed-out query is not retried, so a
-slow or dead Prometheus costs a tick about one timeout (plus the connect backoff), never a multiple of it.
+A tick's queries run side by side on a thread pool (the operator's shared one, or the reader's own) and a
+timed-out query is not retried, so a slow or dead Prometheus costs a tick about one timeout (plus the connect
+backoff), never a multiple of it.
 """
 
 from __future__ import annotations
