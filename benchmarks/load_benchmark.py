@@ -41,7 +41,7 @@ def _fleets(emulator: EmulatorServer, count: int) -> None:
 
 
 def _created(emulator: EmulatorServer) -> int:
-    return sum(1 for r in emulator.requests if r.resource == "deployments" and r.verb == "create")
+    return len(emulator.created("deployments"))  # applied (a PATCH that creates): counted from the watch log
 
 
 def _evaluation_mean(port: int) -> float | None:

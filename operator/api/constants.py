@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 GROUP = "specfleet.dev"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -33,32 +31,28 @@ ANNOTATION_SPEC_CONFIG = f"{GROUP}/speculative-config"
 ANNOTATION_PAUSED = f"{GROUP}/paused"
 # On a pod: the port serving /metrics when it is not the container port named `http` (local fleets).
 ANNOTATION_METRICS_PORT = f"{GROUP}/metrics-port"
+# On a pod: the port of its control endpoint (live tables) when it is not the container port named `health`.
+ANNOTATION_CONTROL_PORT = f"{GROUP}/control-port"
 MANAGER = "specfleet"
 
-# Engine flags the operator renders itself; users may not override them through extraArgs.
+# Engine settings the operator renders (or the runtime adds) and users may not reach through extraArgs, as
+# vLLM's long flags: the model and its name, parallelism, context length, speculation, where the server
+# listens (--uds would replace --host/--port), the runtime's drain middleware and live-table scheduler, and
+# --config (a YAML file vLLM reads further arguments from). The one list: the API's rule
+# (operator/api/extra_args.py) and the runtime's re-check with vLLM's parser (runtime/vllm_check.py) derive from it.
 MANAGED_ENGINE_FLAGS = (
     "--model",
     "--served-model-name",
     "--tensor-parallel-size",
     "--data-parallel-size",
+    "--max-model-len",
     "--speculative-config",
     "--host",
     "--port",
+    "--uds",
+    "--middleware",
+    "--scheduler-cls",
+    "--config",
 )
-_SHORT_ALIASES = ("-tp", "-dp", "-sc")
-
-
-def _flag_alternatives() -> str:
-    names = [flag.removeprefix("--").replace("-", "[-_]") for flag in MANAGED_ENGINE_FLAGS]
-    return "|".join(names)
-
-
-# One regex, used both by the CRD's CEL rule and by the Python validator, so they cannot disagree.
-MANAGED_FLAG_CEL_REGEX = r"^(--(" + _flag_alternatives() + r")|" + "|".join(_SHORT_ALIASES) + r")(=.*)?$"
-_MANAGED_FLAG_RE = re.compile(MANAGED_FLAG_CEL_REGEX)
-
-
-def managed_flag_in(arg: str) -> str | None:
-    """The managed flag an engine argument would set, or None."""
-    match = _MANAGED_FLAG_RE.match(arg)
-    return match.group(1) if match else None
+# vLLM's short aliases of managed flags, so a refusal can name what they reach.
+MANAGED_SHORT_ALIASES = {"-tp": "--tensor-parallel-size", "-dp": "--data-parallel-size", "-sc": "--speculative-config"}

@@ -44,9 +44,11 @@ _KEPT_KEYWORDS = {
     "pattern",
     "minItems",
     "maxItems",
+    "maxProperties",
     "format",
     "x-kubernetes-validations",
     "x-kubernetes-preserve-unknown-fields",
+    "x-kubernetes-int-or-string",
 }
 
 SDD_PRINTER_COLUMNS = [

@@ -33,10 +33,10 @@ def check_name(name: str) -> None:
 
 
 def describe_errors(exc: ValidationError, root: str) -> str:
-    """`spec.speculation: draftModel is required ...; spec.replicas: ...` — one clause per error."""
+    """`spec.speculation: draftModel is required ...; spec.runtime.extraArgs[0]: ...` — one clause per error."""
     clauses = []
     for error in exc.errors(include_url=False):
-        path = ".".join([root, *(str(part) for part in error["loc"])])
+        path = root + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
         message = str(error["msg"]).removeprefix("Value error, ")
         clauses.append(f"{path}: {message}")
     return "; ".join(clauses)

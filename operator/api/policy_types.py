@@ -100,7 +100,10 @@ class PolicySpec(BaseModel):
         default=None,
         ge=1,
         le=17,
-        description="Acceptance length below which speculation is switched off (default 1.3).",
+        description=(
+            "Acceptance length below which speculation is switched off at k ≥ 3 (default 1.3); below k=3 scaled"
+            " to the k that ran: 1 + (value - 1)·k/3."
+        ),
     )
     min_k: int | None = Field(default=None, ge=1, le=MAX_K, description="Smallest k the policy may choose (default 1).")
     max_k: int | None = Field(

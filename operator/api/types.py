@@ -7,17 +7,31 @@ from enum import StrEnum
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic.config import JsonDict
 
-from specfleet.operator.api.constants import (
-    MANAGED_ENGINE_FLAGS,
-    MANAGED_FLAG_CEL_REGEX,
-    MAX_K,
-    managed_flag_in,
+from specfleet.operator.api.constants import MAX_K
+from specfleet.operator.api.extra_args import (
+    EXTRA_ARG_SYNTAX,
+    EXTRA_ARG_SYNTAX_MESSAGE,
+    MANAGED_FLAG_REACH,
+    MANAGED_FLAGS_MESSAGE,
+    extra_arg_problem,
 )
 from specfleet.operator.api.policy_types import PolicySpec
+from specfleet.operator.api.quantity import (
+    ACCELERATORS,
+    EXTENDED_EQUAL,
+    EXTENDED_WHOLE,
+    GPU_RESOURCE,
+    QUANTITY_PATTERN,
+    WHOLE_PATTERN,
+    check_quantity,
+    quantity_text,
+    resource_problems,
+)
+from specfleet.runtime.health import HEALTH_PORT
 
 
 class ApiModel(BaseModel):
@@ -59,7 +73,6 @@ class SpeculationMethod(StrEnum):
 DRAFT_REQUIRED = "draftModel is required when method is eagle3 or draft_model"
 DRAFT_REFUSED = "draftModel must not be set when method is ngram, suffix or mtp"
 K_ABOVE_MAX = "numSpeculativeTokens must not exceed maxSpeculativeTokens"
-MANAGED_FLAG = "extraArgs may not set flags the operator manages: " + ", ".join(MANAGED_ENGINE_FLAGS)
 
 # The name becomes the Deployment's and Service's name and a label value: a DNS-1035 label.
 NAME_RULE = "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') && self.metadata.name.size() <= 63"
@@ -69,16 +82,74 @@ NAME_INVALID = (
 )
 NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
+# The runtime's own settings (node arguments, health port, drain, control token) come from these variables.
+RUNTIME_ENV_PREFIX = "SPECFLEET_"
+RUNTIME_ENV = (
+    f"env may not set {RUNTIME_ENV_PREFIX}* variables: they are the runtime's settings, which the operator manages"
+)
+PORT_COLLIDES = f"port must differ from {HEALTH_PORT}, the runtime's health port that the pod's probes use"
+
+
+def _check_extra_arg(arg: str) -> str:
+    problem = extra_arg_problem(arg)
+    if problem:
+        raise ValueError(problem)
+    return arg
+
+
+# One extra engine argument; the CEL rules on each item are the Python check's two regexes.
+ExtraArg = Annotated[
+    str,
+    AfterValidator(_check_extra_arg),
+    Field(
+        max_length=4096,
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel(f"self.matches('{EXTRA_ARG_SYNTAX}')", EXTRA_ARG_SYNTAX_MESSAGE),
+                cel(f"!self.matches('{MANAGED_FLAG_REACH}')", MANAGED_FLAGS_MESSAGE),
+            ]
+        },
+    ),
+]
+
 METHODS_NEEDING_DRAFT = frozenset({SpeculationMethod.EAGLE3, SpeculationMethod.DRAFT_MODEL})
+
+
+def _int_or_string(schema: JsonDict) -> None:
+    """The CRD types a quantity as the API server does: an integer or a string (`cpu: 8` or `cpu: 500m`)."""
+    schema.pop("type", None)
+    schema.update({"x-kubernetes-int-or-string": True, "minimum": 0, "pattern": QUANTITY_PATTERN})
+
 
 Quantity = Annotated[
     str,
+    BeforeValidator(quantity_text),
+    AfterValidator(check_quantity),
     Field(
-        pattern=r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$",
-        description="A Kubernetes resource quantity, e.g. `1`, `500m`, `16Gi`.",
+        description="A Kubernetes resource quantity, e.g. `1`, `500m`, `16Gi`; never negative.",
         max_length=64,
+        json_schema_extra=_int_or_string,
     ),
 ]
+# Bounds the CEL rules' cost over the maps, as the API server estimates it.
+MAX_RESOURCES = 32
+
+
+def _whole_rule() -> JsonDict:
+    """Accelerators in a requests or limits map are whole numbers (the Python check covers every extended one)."""
+    checks = [f"(!('{name}' in self) || string(self['{name}']).matches('{WHOLE_PATTERN}'))" for name in ACCELERATORS]
+    return cel(" && ".join(checks), EXTENDED_WHOLE)
+
+
+def _equal_rule() -> JsonDict:
+    """An accelerator's request equals its limit; only nvidia.com/gpu may go without one (the operator sets it)."""
+
+    def one(name: str) -> str:
+        limited = f"has(self.limits) && '{name}' in self.limits"
+        equal = f"string(self.requests['{name}']) == string(self.limits['{name}'])"
+        return f"(!('{name}' in self.requests) || ({limited} ? {equal} : {str(name == GPU_RESOURCE).lower()}))"
+
+    return cel("!has(self.requests) || (" + " && ".join(one(name) for name in ACCELERATORS) + ")", EXTENDED_EQUAL)
 
 
 class ModelSpec(ApiModel):
@@ -211,11 +282,27 @@ class Toleration(ApiModel):
 class ResourceRequirements(ApiModel):
     """Compute resources of the engine container."""
 
-    requests: dict[str, Quantity] = Field(default_factory=dict, description="Minimum resources.")
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [_equal_rule()]})
+
+    requests: dict[str, Quantity] = Field(
+        default_factory=dict,
+        description="Minimum resources; at most the limit; an extended resource's equals its limit.",
+        max_length=MAX_RESOURCES,
+        json_schema_extra={"x-kubernetes-validations": [_whole_rule()]},
+    )
     limits: dict[str, Quantity] = Field(
         default_factory=dict,
-        description="Maximum resources; `nvidia.com/gpu` defaults to tensorParallelSize.",
+        description="Maximum resources; `nvidia.com/gpu` defaults to tensorParallelSize * dataParallelSize.",
+        max_length=MAX_RESOURCES,
+        json_schema_extra={"x-kubernetes-validations": [_whole_rule()]},
     )
+
+    @model_validator(mode="after")
+    def _check_quantities(self) -> ResourceRequirements:
+        problems = resource_problems(self.requests, self.limits)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class RuntimeSpec(ApiModel):
@@ -224,10 +311,8 @@ class RuntimeSpec(ApiModel):
     model_config = ConfigDict(
         json_schema_extra={
             "x-kubernetes-validations": [
-                cel(
-                    f"!has(self.extraArgs) || !self.extraArgs.exists(a, a.matches('{MANAGED_FLAG_CEL_REGEX}'))",
-                    MANAGED_FLAG,
-                )
+                cel(f"self.port != {HEALTH_PORT}", PORT_COLLIDES),
+                cel(f"!has(self.env) || self.env.all(e, !e.name.startsWith('{RUNTIME_ENV_PREFIX}'))", RUNTIME_ENV),
             ]
         }
     )
@@ -250,15 +335,28 @@ class RuntimeSpec(ApiModel):
         default_factory=ResourceRequirements,
         description="Container resources (GPUs default to tensorParallelSize).",
     )
-    env: list[EnvVar] = Field(default_factory=list, description="Extra environment variables.", max_length=128)
+    env: list[EnvVar] = Field(
+        default_factory=list,
+        description=f"Extra environment variables; none named {RUNTIME_ENV_PREFIX}* (the runtime's own settings).",
+        max_length=128,
+    )
     node_selector: dict[str, str] = Field(default_factory=dict, description="Node labels the pods must match.")
     tolerations: list[Toleration] = Field(default_factory=list, description="Pod tolerations.", max_length=64)
-    extra_args: list[Annotated[str, Field(max_length=4096)]] = Field(
+    extra_args: list[ExtraArg] = Field(
         default_factory=list,
         max_length=128,
-        description="Extra vLLM arguments; may not set the flags the operator manages (model, parallelism, port...).",
+        description=(
+            "Extra vLLM arguments, each `--name` or `--name=value`; none may reach a flag the operator manages "
+            "(model, served name, parallelism, max-model-len, speculative-config, host, port, uds, middleware, "
+            "config), also not by a prefix, a dotted key or `_` for `-`."
+        ),
     )
-    port: int = Field(default=8000, ge=1024, le=65535, description="Port the OpenAI-compatible server listens on.")
+    port: int = Field(
+        default=8000,
+        ge=1024,
+        le=65535,
+        description=f"Port the OpenAI-compatible server listens on; not {HEALTH_PORT}, the runtime's probe port.",
+    )
     termination_grace_period_seconds: int = Field(
         default=120,
         ge=5,
@@ -272,26 +370,71 @@ class RuntimeSpec(ApiModel):
         description="How long a pod may take to load the model before liveness applies.",
     )
 
-    @model_validator(mode="after")
-    def _check_extra_args(self) -> RuntimeSpec:
-        for arg in self.extra_args:
-            flag = managed_flag_in(arg)
-            if flag:
-                raise ValueError(f"{MANAGED_FLAG} (got {flag})")
-        return self
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, env: list[EnvVar]) -> list[EnvVar]:
+        reserved = [var.name for var in env if var.name.startswith(RUNTIME_ENV_PREFIX)]
+        if reserved:
+            raise ValueError(f"{RUNTIME_ENV} (got {', '.join(reserved)})")
+        return env
+
+    @field_validator("port")
+    @classmethod
+    def _check_port(cls, port: int) -> int:
+        if port == HEALTH_PORT:
+            raise ValueError(f"{PORT_COLLIDES} (got {port})")
+        return port
+
+
+# A Prometheus query may take this long at most: a longer deadline only holds a fleet's tick (and its
+# source's concurrency) longer, never buys an answer.
+MAX_PROMETHEUS_TIMEOUT_SECONDS = 30.0
+SOURCE_OR_URL = "set at most one of source and url"
+INLINE_ONLY = "bearerTokenSecretRef and insecureSkipVerify apply only to an inline url"
+SOURCE_NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 
 
 class PrometheusSpec(ApiModel):
-    """Override of the operator's default Prometheus connection for this resource."""
+    """Which Prometheus this resource's signals come from: a source the cluster admin named, or (where the
+    operator allows it) an inline URL."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                cel("!(has(self.source) && has(self.url))", SOURCE_OR_URL),
+                cel(
+                    "has(self.url) || (!has(self.bearerTokenSecretRef) && !(has(self.insecureSkipVerify) && "
+                    "self.insecureSkipVerify))",
+                    INLINE_ONLY,
+                ),
+            ]
+        }
+    )
+
+    source: str | None = Field(
+        default=None,
+        pattern=SOURCE_NAME_PATTERN,
+        max_length=63,
+        description="Name of a Prometheus source in the operator's configuration (default: the source `default`).",
+    )
     url: str | None = Field(
-        default=None, pattern=r"^https?://[^\s]+$", max_length=2048, description="Prometheus base URL."
+        default=None,
+        pattern=r"^https?://[^\s]+$",
+        max_length=2048,
+        description="Inline Prometheus base URL; only where the operator allows inline URLs, to allowed hosts.",
     )
     bearer_token_secret_ref: SecretKeyRef | None = Field(
-        default=None, description="Secret key holding a bearer token sent to Prometheus."
+        default=None,
+        description="Bearer token for the inline url: a Secret of this namespace labelled "
+        "specfleet.dev/prometheus-credentials=true, sent only over https.",
     )
-    insecure_skip_verify: bool = Field(default=False, description="Skip TLS certificate verification.")
-    timeout_seconds: float = Field(default=10.0, gt=0, le=300, description="Per-query timeout.")
+    insecure_skip_verify: bool = Field(default=False, description="Skip TLS verification of the inline url.")
+    timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=MAX_PROMETHEUS_TIMEOUT_SECONDS,
+        description="Per-query timeout; with a source, it can only shorten the source's own.",
+    )
 
     @field_validator("url")
     @classmethod
@@ -299,12 +442,23 @@ class PrometheusSpec(ApiModel):
         if url is None:
             return None
         try:
-            host = urlsplit(url).hostname
+            parts = urlsplit(url)
+            host = parts.hostname
         except ValueError as exc:
             raise ValueError(f"url is not a valid URL: {exc}") from exc
         if not host:
             raise ValueError("url has no host")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("url must not carry credentials (user:password@); use bearerTokenSecretRef")
         return url
+
+    @model_validator(mode="after")
+    def _check_choice(self) -> PrometheusSpec:
+        if self.source is not None and self.url is not None:
+            raise ValueError(SOURCE_OR_URL)
+        if self.url is None and (self.bearer_token_secret_ref is not None or self.insecure_skip_verify):
+            raise ValueError(INLINE_ONLY)
+        return self
 
 
 class PolicyRef(ApiModel):
@@ -356,6 +510,18 @@ class ScheduleEntry(ApiModel):
     k: int = Field(ge=0, le=MAX_K, description="Draft tokens at that batch size.")
 
 
+class LiveTableStatus(ApiModel):
+    """How far the batch-size→k table the policy chose has reached the running pods (pushed live, no restart)."""
+
+    revision: int = Field(ge=1, description="Live changes since the last restart-bound change, this one included.")
+    table: list[list[int]] = Field(description="The table pushed, as vLLM's ranges [[first batch, last batch, k]].")
+    applied_pods: int = Field(ge=0, description="Ready pods of the current configuration running this table.")
+    ready_pods: int = Field(ge=0, description="Ready pods of the current configuration.")
+    since: str = Field(description="When this revision was decided.")
+    applied_at: str | None = Field(default=None, description="When every Ready pod first ran it.")
+    message: str | None = Field(default=None, description="Pods that refused it or could not be reached, and why.")
+
+
 class SpeculationState(ApiModel):
     """The speculation configuration the fleet runs (or, in Recommend mode, would run)."""
 
@@ -366,6 +532,9 @@ class SpeculationState(ApiModel):
     config_hash: str | None = Field(default=None, description="Hash of the rendered engine configuration.")
     since: str | None = Field(default=None, description="When this configuration was applied.")
     reason: str | None = Field(default=None, description="Why this configuration was chosen.")
+    live_table: LiveTableStatus | None = Field(
+        default=None, description="Where the table stands on the pods, when they take it live."
+    )
 
 
 class Evidence(ApiModel):

@@ -6,8 +6,10 @@ host's loopback, so the kubelet gives each its own engine port in place of its o
 is rewritten; the runtime then logs that its arguments no longer hash to SPECFLEET_CONFIG_HASH, and labels its
 metrics with the operator's hash as in a cluster); and the node-specific CPU flags and caches come from the
 environment (`runtime.local`). A pod is Ready when the runtime's `/ready` answers; its `/metrics` is vLLM's
-own (the metrics-port annotation is the engine port). A pod being replaced gets SIGTERM: the runtime drains
-its in-flight requests and stops vLLM, as the kubelet would have it do.
+own (the metrics-port annotation is the engine port); its live-table control endpoint is the runtime's, on the
+health port (the control-port annotation), with the control Secret's token in a file in the pod's folder, where
+a kubelet would mount it. A pod being replaced gets SIGTERM: the runtime drains its in-flight requests and stops
+vLLM, as the kubelet would have it do.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import kubernetes.client
 from specfleet.operator.demo.kubelet import POD_IP, LocalKubelet, LocalPod, NewPod, Target
 from specfleet.runtime.engine_args import EngineConfig
 from specfleet.runtime.local import LocalEngine, free_port
+from specfleet.runtime.table_control import TOKEN_FILE_ENV
 
 log = logging.getLogger(__name__)
 # Environment the operator renders that the local process keeps (the rest names paths of the pod's image).
@@ -41,6 +44,10 @@ class EnginePod(LocalPod):
     @property
     def metrics_port(self) -> int:
         return self.port
+
+    @property
+    def control_port(self) -> int:
+        return self.engine.health_port
 
     @property
     def url(self) -> str:
@@ -93,11 +100,21 @@ class EngineFleet(LocalKubelet[EnginePod]):
             for var in pod.container.get("env", [])
             if var["name"].startswith(RUNTIME_ENV_PREFIX) and "value" in var
         }
+        env[TOKEN_FILE_ENV] = str(self._mount_token(pod))
         engine = LocalEngine(pod_args(pod.container.get("args", []), port), self.workdir / pod.name, env=env)
         log.info("pod %s: engine starting on port %d (log %s)", pod.name, port, engine.log_path)
         return EnginePod(
             pod.name, pod.namespace, pod.deployment, pod.config_hash, pod.created, engine=engine, port=port
         )
+
+    def _mount_token(self, pod: NewPod) -> Path:
+        """The control Secret's token as the file a kubelet would mount (empty while the Secret is missing)."""
+        folder = self.workdir / pod.name / "control"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "token"
+        path.write_text(pod.control_token or "")
+        path.chmod(0o600)
+        return path
 
     def _engine_ready(self, pod: EnginePod) -> bool:
         if pod.engine.exited():

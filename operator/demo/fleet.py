@@ -2,7 +2,8 @@
 
 Every `tick` it draws each deployment's arrivals from its trace, routes them over the ready pods (a Service)
 and runs every pod's simulated engine up to now; a pod is Ready `startup_delay` seconds after it was created,
-and serves vLLM's `/metrics` from its engine on its own loopback port.
+and serves vLLM's `/metrics` from its engine on its own loopback port, and (a pod started with a batch-size→k
+table) the runtime's live-table control endpoint on another (`control.py`), which swaps its engine's table.
 
 A pod being replaced stops taking requests at once (its queue goes back to the Service) and finishes its
 running ones for up to `drain_seconds`: its capacity is lost for the whole rollout step.
@@ -11,11 +12,12 @@ running ones for up to `drain_seconds`: its capacity is lost for the whole rollo
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import kubernetes.client
 import numpy as np
 
+from specfleet.operator.demo.control import ControlServer, TableControl
 from specfleet.operator.demo.engine import Finished, SimulatedEngine
 from specfleet.operator.demo.kubelet import LocalKubelet, LocalPod, NewPod, Target
 from specfleet.operator.demo.serving import MetricsServer
@@ -26,6 +28,7 @@ from specfleet.operator.simulator.hardware import DEPLOYMENTS, GPUS
 from specfleet.operator.simulator.perf import METHOD_FAMILY, DraftFamily, ReplicaPerf, replica_perf
 from specfleet.operator.simulator.traces import Trace
 from specfleet.runtime.engine_args import EngineConfig
+from specfleet.runtime.table_control import LiveTable, startup_table
 
 
 def perf_for(model: str, gpu: str) -> ReplicaPerf:
@@ -54,10 +57,15 @@ class SimulatedPod(LocalPod):
     engine: SimulatedEngine
     server: MetricsServer
     ready_at: float
+    control: ControlServer | None = None
 
     @property
     def metrics_port(self) -> int:
         return self.server.port
+
+    @property
+    def control_port(self) -> int | None:
+        return self.control.port if self.control else None
 
     @property
     def label(self) -> str:
@@ -171,7 +179,22 @@ class LocalFleet(LocalKubelet[SimulatedPod]):
             engine=engine,
             server=MetricsServer(lambda: self._exposition(pod.name)).start(),
             ready_at=pod.created + self.options.startup_delay,
+            control=self._control(pod, engine),
         )
+
+    def _control(self, pod: NewPod, engine: SimulatedEngine) -> ControlServer | None:
+        """The pod's live-table endpoint, when it starts with a batch-size→k table (as the runtime serves it)."""
+        spec = EngineConfig.from_vllm_args(pod.container.get("args", [])).speculative
+        startup = startup_table(spec)
+        if spec is None or startup is None:
+            return None
+
+        def apply(table: LiveTable) -> None:
+            rows = tuple((last, k) for _, last, k in table.ranges)
+            with self.lock:
+                engine.config = replace(engine.config, schedule=rows)
+
+        return ControlServer(TableControl(startup, spec.k, spec.method, pod.control_token, apply)).start()
 
     def _exposition(self, name: str) -> str:
         with self.lock:
@@ -197,3 +220,5 @@ class LocalFleet(LocalKubelet[SimulatedPod]):
 
     def _release(self, pod: SimulatedPod) -> None:
         pod.server.stop()
+        if pod.control is not None:
+            pod.control.stop()

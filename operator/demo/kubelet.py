@@ -10,6 +10,7 @@ Deployments' status through the status subresource.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import secrets
@@ -22,8 +23,15 @@ from typing import Any, Generic, TypeVar
 
 import kubernetes.client
 
-from specfleet.operator.api.constants import ANNOTATION_METRICS_PORT, LABEL_CONFIG_HASH, LABEL_MANAGED_BY, MANAGER
+from specfleet.operator.api.constants import (
+    ANNOTATION_CONTROL_PORT,
+    ANNOTATION_METRICS_PORT,
+    LABEL_CONFIG_HASH,
+    LABEL_MANAGED_BY,
+    MANAGER,
+)
 from specfleet.operator.demo.rollout import PodView, plan
+from specfleet.operator.render.children import CONTROL_TOKEN_KEY, CONTROL_VOLUME
 
 log = logging.getLogger(__name__)
 SELECTOR = f"{LABEL_MANAGED_BY}={MANAGER}"
@@ -48,6 +56,11 @@ class LocalPod:
     def metrics_port(self) -> int:
         raise NotImplementedError
 
+    @property
+    def control_port(self) -> int | None:
+        """The port of its live-table control endpoint (the runtime's health port), if it serves one."""
+        return None
+
 
 P = TypeVar("P", bound=LocalPod)
 
@@ -62,6 +75,8 @@ class NewPod:
     config_hash: str
     container: dict[str, Any]
     created: float
+    # The token of the Secret volume the template mounts (the operator's control token), as a kubelet mounts it.
+    control_token: str | None = None
 
 
 class LocalKubelet(ABC, Generic[P]):
@@ -204,12 +219,15 @@ class LocalKubelet(ABC, Generic[P]):
             config_hash=template_hash,
             container=template["spec"]["containers"][0],
             created=self.now(),
+            control_token=self._secret_token(template["spec"]),
         )
         pod = self._launch(new)
         annotations = {
             **template["metadata"].get("annotations", {}),
             ANNOTATION_METRICS_PORT: str(pod.metrics_port),
         }
+        if pod.control_port is not None:
+            annotations[ANNOTATION_CONTROL_PORT] = str(pod.control_port)
         body = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -237,6 +255,21 @@ class LocalKubelet(ABC, Generic[P]):
             self._release(pod)
             raise
         self.pods[new.name] = pod
+
+    def _secret_token(self, pod_spec: dict[str, Any]) -> str | None:
+        """The control token from the Secret volume the pod mounts; None while that Secret does not exist."""
+        for volume in pod_spec.get("volumes", []):
+            if volume.get("name") != CONTROL_VOLUME:
+                continue
+            try:
+                secret = self.core.read_namespaced_secret(volume["secret"]["secretName"], self.namespace)
+            except kubernetes.client.ApiException as exc:
+                if exc.status == 404:
+                    return None
+                raise
+            raw = (secret.data or {}).get(CONTROL_TOKEN_KEY)
+            return base64.b64decode(raw).decode() if raw else None
+        return None
 
     def _mark_ready(self, pod: P) -> None:
         status = {

@@ -5,24 +5,24 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-class MetricsServer:
-    """Serves `render()` at /metrics on 127.0.0.1:<free port> from a daemon thread."""
+class LoopbackServer:
+    """Serves one handler class on 127.0.0.1:<free port> from a daemon thread: one endpoint of a local pod."""
 
-    def __init__(self, render: Callable[[], str], host: str = "127.0.0.1") -> None:
-        handler = _handler(render)
+    def __init__(self, handler: type[BaseHTTPRequestHandler], name: str, host: str = "127.0.0.1") -> None:
         self._server = ThreadingHTTPServer((host, 0), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="pod-metrics", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, name=name, daemon=True)
 
     @property
     def port(self) -> int:
         return int(self._server.server_address[1])
 
-    def start(self) -> MetricsServer:
+    def start(self) -> Self:
         self._thread.start()
         return self
 
@@ -30,6 +30,13 @@ class MetricsServer:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
+
+
+class MetricsServer(LoopbackServer):
+    """Serves `render()` at /metrics."""
+
+    def __init__(self, render: Callable[[], str], host: str = "127.0.0.1") -> None:
+        super().__init__(_handler(render), "pod-metrics", host)
 
 
 def _handler(render: Callable[[], str]) -> type[BaseHTTPRequestHandler]:

@@ -19,9 +19,11 @@ def admit(rt: ResourceType, obj: dict[str, Any]) -> None:
     if (rt.group, rt.plural) == ("", "namespaces"):
         terminating = bool(obj["metadata"].get("deletionTimestamp"))
         obj["status"] = {"phase": "Terminating" if terminating else "Active"}
-    elif (rt.group, rt.plural) == ("", "secrets") and "stringData" in obj:
-        encoded = {key: base64.b64encode(str(value).encode()).decode() for key, value in obj.pop("stringData").items()}
-        obj["data"] = {**(obj.get("data") or {}), **encoded}
+    elif (rt.group, rt.plural) == ("", "secrets"):
+        obj["type"] = obj.get("type") or "Opaque"  # the API server's default for a Secret of no type
+        if "stringData" in obj:
+            encoded = {key: base64.b64encode(str(v).encode()).decode() for key, v in obj.pop("stringData").items()}
+            obj["data"] = {**(obj.get("data") or {}), **encoded}
     elif is_crd(rt):
         _check_crd(rt, obj)
         obj["status"] = _crd_status(obj)

@@ -52,8 +52,9 @@ def content_changed(new: dict[str, Any], old: dict[str, Any], status_is_subresou
 
 
 def without_resource_version(obj: dict[str, Any]) -> dict[str, Any]:
-    """The object as compared for no-op writes, which the apiserver does not store."""
-    meta = {k: v for k, v in obj.get("metadata", {}).items() if k not in ("resourceVersion", "managedFields")}
+    """The object as compared for no-op writes, which the apiserver does not store (a change of ownership
+    alone is stored: managedFields keep their times when their fields do not change)."""
+    meta = {k: v for k, v in obj.get("metadata", {}).items() if k != "resourceVersion"}
     return {**obj, "metadata": meta}
 
 

@@ -183,6 +183,16 @@ class EmulatorServer:
     def clear_requests(self) -> None:
         self.emulator.recorder.clear()
 
+    def created(self, plural: str, namespace: str | None = None) -> list[str]:
+        """The names of the objects of a resource created (ADDED), in order, as far as the watch log still
+        reaches: with Server-Side Apply a create is a PATCH, so the request log cannot tell."""
+        changes = self._call(lambda: self.emulator.store.log.after(0))
+        return [
+            change.obj["metadata"]["name"]
+            for change in changes
+            if change.type == "ADDED" and change.plural == plural and namespace in (None, change.namespace)
+        ]
+
 
 def _finish_tasks(loop: asyncio.AbstractEventLoop) -> None:
     """Cancel what is still running (handlers of clients that kept their connection) and let it unwind, as

@@ -1,4 +1,4 @@
-"""Objects and their lifecycle: versions, conflicts, status split, validation, finalizers, GC.
+"""Objects and their lifecycle: versions, conflicts, status split, validation, finalizers, GC, field owners.
 
 Objects live in kmock's ObjectsArray (one history per object, soft-deleted when gone), keyed by
 group and plural: every served version of a resource sees the same objects, as with CRDs whose
@@ -8,16 +8,18 @@ so each write is atomic without locks.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import kmock
 
-from specfleet.operator.emulator import errors, gc, metadata, schema
+from specfleet.operator.emulator import dryrun, errors, gc, metadata, schema
 from specfleet.operator.emulator.admission import admit, is_crd
+from specfleet.operator.emulator.apply import Writer, managed_fields, shapes_of
 from specfleet.operator.emulator.cel import check_rules
 from specfleet.operator.emulator.patching import (
-    APPLY_PATCH,
     PatchError,
     UnsupportedPatchTypeError,
     apply_patch,
@@ -42,6 +44,8 @@ class Store:
         self.objects = objects
         self.log = ChangeLog(history_limit)
         self._rv = 0
+        self.dry = False  # inside `dry_run`: writes are checked and answered, never stored
+        self.writer: Writer | None = None  # inside `written_by`: whom managedFields credit with a write
 
     @property
     def resource_version(self) -> str:
@@ -89,7 +93,45 @@ class Store:
 
     # --- writing -------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def dry_run(self, on: bool) -> Iterator[None]:
+        """Writes within run every check (validation, admission, conflicts) but persist nothing, bump no
+        resourceVersion and notify no watcher; they answer the object as it would be stored."""
+        was, self.dry = self.dry, on
+        try:
+            yield
+        finally:
+            self.dry = was
+
+    @contextlib.contextmanager
+    def written_by(self, writer: Writer | None) -> Iterator[None]:
+        """Writes within record `writer` in managedFields (an Apply also checks its conflicts there)."""
+        was, self.writer = self.writer, writer
+        try:
+            yield
+        finally:
+            self.writer = was
+
+    def _own(self, rt: ResourceType, new: dict[str, Any], old: dict[str, Any] | None) -> None:
+        """Credit the write's fields to its manager; in-process writes (fixtures, GC) credit nobody."""
+        meta = _meta(new)
+        if self.writer is not None:
+            meta["managedFields"] = managed_fields(old, new, self.writer, shapes_of(rt), rt.api_version, metadata.now())
+        elif old is not None and old["metadata"].get("managedFields"):
+            meta["managedFields"] = old["metadata"]["managedFields"]
+        else:
+            meta.pop("managedFields", None)
+
+    def _unstored(self, rt: ResourceType, new: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+        answer = self.view(rt, new)
+        if old is None:
+            return dryrun.as_created(answer)
+        _meta(answer)["resourceVersion"] = old["metadata"]["resourceVersion"]
+        return answer
+
     def _commit(self, rt: ResourceType, kind: str, new: dict[str, Any], old: dict[str, Any] | None) -> dict[str, Any]:
+        if self.dry:
+            return self._unstored(rt, new, old)
         self._rv += 1
         stored = self.view(rt, new)
         _meta(stored)["resourceVersion"] = str(self._rv)
@@ -138,6 +180,7 @@ class Store:
         metadata.stamp_created(obj)
         _meta(obj).pop("resourceVersion", None)
         admit(rt, obj)
+        self._own(rt, obj, None)
         return self._commit(rt, "ADDED", obj, None)
 
     def update(
@@ -164,8 +207,6 @@ class Store:
         patch: Any,
         subresource: str | None,
     ) -> dict[str, Any]:
-        if content_type.startswith(APPLY_PATCH) and self._stored(rt, namespace, name) is None:
-            return self.create(rt, namespace, patch)  # server-side apply creates what is missing
         old = self._existing(rt, namespace, name)
         if subresource == "scale":
             current = scale_of(self._scale_paths(rt), old)
@@ -278,6 +319,7 @@ class Store:
         if metadata.content_changed(new, old, rt.status):
             new["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
         admit(rt, new)
+        self._own(rt, new, old)
         if metadata.without_resource_version(new) == metadata.without_resource_version(old):
             return self.view(rt, old)  # a no-op write stores nothing and notifies nobody
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
@@ -302,6 +344,8 @@ class Store:
         return scale_of(paths, self._write(rt, old, candidate, None))
 
     def _remove(self, rt: ResourceType, obj: dict[str, Any], propagation: str) -> dict[str, Any]:
+        if self.dry:  # nothing is removed, so nothing depending on it is collected either
+            return self.view(rt, obj)
         self._rv += 1
         final = self.view(rt, obj)
         final["metadata"]["resourceVersion"] = str(self._rv)

@@ -1,12 +1,13 @@
-"""Create or patch one child object so it matches its rendering; leave it alone when it already does."""
+"""Apply one child object as rendered, with Server-Side Apply; leave it alone when it already is."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from typing import Any
 
-from specfleet.operator.kubeapi import ApiError, KubeApi, Ref
-from specfleet.operator.render.patch import is_subset, last_applied, three_way_patch, with_last_applied
+from specfleet.operator.api.constants import MANAGER
+from specfleet.operator.kubeapi import KubeApi, Ref
+from specfleet.operator.render.applied import in_place
 
 
 class Outcome(StrEnum):
@@ -16,20 +17,13 @@ class Outcome(StrEnum):
 
 
 async def apply_child(api: KubeApi, rendered: dict[str, Any]) -> tuple[Outcome, dict[str, Any]]:
-    """Converge one child; idempotent, and safe to race with another writer (409 → re-read)."""
-    desired = with_last_applied(rendered)
-    ref = Ref.of(desired)
-    current = await api.get(ref)
-    if current is None:
-        try:
-            return Outcome.CREATED, await api.create(desired)
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
-            current = await api.get(ref)
-            if current is None:
-                raise
-    if is_subset(desired, current):
+    """Converge one child; idempotent, and safe to race with another writer.
+
+    The operator is the authority for every field it renders, so it applies with force: a hand edit of one of
+    them is put back, whoever made it. Fields it does not render stay with their owners.
+    """
+    current = await api.get(Ref.of(rendered))
+    if current is not None and in_place(rendered, current, MANAGER):
         return Outcome.UNCHANGED, current
-    patch = three_way_patch(last_applied(current), desired)
-    return Outcome.PATCHED, await api.patch(ref, patch)
+    stored = await api.apply(rendered, MANAGER, force=True)
+    return (Outcome.CREATED if current is None else Outcome.PATCHED), stored

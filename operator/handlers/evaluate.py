@@ -18,7 +18,7 @@ from specfleet.operator.api.types import (
 )
 from specfleet.operator.handlers.context import OperatorContext, now_iso
 from specfleet.operator.handlers.fleet import EventNote, SyncResult, hashed_speculation, sync_fleet
-from specfleet.operator.handlers.signals_hub import Watched, source_of
+from specfleet.operator.handlers.signals_hub import Watched
 from specfleet.operator.kubeapi import Ref, sdd_ref
 from specfleet.operator.policy.context import Context, Fleet, build_context, initial_state
 from specfleet.operator.policy.decide import decide
@@ -60,7 +60,7 @@ def watched(
 ) -> Watched:
     return Watched(
         target=FleetTarget(namespace, name, config_hash, tuple(pods)),
-        source=source_of(namespace, spec.prometheus, ctx.config),
+        source=ctx.signals.source_of(namespace, spec.prometheus),
         window_seconds=window,
     )
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from specfleet.operator.api.constants import MANAGER
 from specfleet.operator.api.parse import InvalidSpecError, parse_resource
 from specfleet.operator.api.types import SpecDecodeDeploymentSpec, SpecDecodeDeploymentStatus, SpeculationState
 from specfleet.operator.handlers.children import Outcome, apply_child
 from specfleet.operator.handlers.context import OperatorContext, now_iso
-from specfleet.operator.render.children import render_children
+from specfleet.operator.render.applied import in_place
+from specfleet.operator.render.children import render_children, render_control_secret
 from specfleet.operator.render.engine import engine_config, initial_speculation, pinned_speculation
 from specfleet.operator.render.labels import Owner, selector_string
 from specfleet.operator.status.fleet import fleet_status, invalid_status
@@ -64,6 +67,10 @@ async def sync_fleet(
     owner = owner_of(body)
     events: list[EventNote] = []
     deployment: dict[str, Any] | None = None
+    # The control Secret first: the pods mount its token, the operator authenticates its live tables with it.
+    # Applied without reading it back (the operator reads no Secret of a fleet's namespace): the token is
+    # derived, the same at every apply.
+    await ctx.api.apply(render_control_secret(owner, await ctx.live.token(ctx.api, owner)), MANAGER, force=True)
     for child in render_children(owner, spec, pinned):
         outcome, stored = await apply_child(ctx.api, child)
         if child["kind"] == "Deployment":
@@ -81,6 +88,31 @@ def hashed_speculation(spec: SpecDecodeDeploymentSpec, state: SpeculationState, 
     if pinned.config_hash != config_hash:
         pinned = pinned.model_copy(update={"config_hash": config_hash, "since": now})
     return pinned
+
+
+def drifted(
+    body: dict[str, Any], found: Mapping[str, Sequence[dict[str, Any]]], kinds: Collection[str] | None = None
+) -> list[str]:
+    """The children (of `kinds`, default all) that are missing from `found` (stored children by kind) or differ
+    from what the fleet renders now; none while a spec change is still to be handled, since its handler renders
+    it (re-rendering the old spec here would roll back what that handler is about to apply)."""
+    meta, status = body["metadata"], body.get("status") or {}
+    if status.get("observedGeneration") != meta.get("generation") or not status.get("speculation"):
+        return []
+    try:
+        spec = parse_resource(body)
+    except InvalidSpecError:
+        return []
+    state = hashed_speculation(spec, SpeculationState.model_validate(status["speculation"]), now_iso())
+    names = []
+    for child in render_children(owner_of(body), spec, state):
+        if kinds is not None and child["kind"] not in kinds:
+            continue
+        name = child["metadata"]["name"]
+        stored = next((c for c in found.get(child["kind"], ()) if c["metadata"]["name"] == name), None)
+        if stored is None or not in_place(child, stored, MANAGER):
+            names.append(f"{child['kind']} {name}")
+    return names
 
 
 def replica_status(body: dict[str, Any], deployment: dict[str, Any]) -> SyncResult:

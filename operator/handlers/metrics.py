@@ -40,6 +40,11 @@ class OperatorMetrics:
             FLEET,
             registry=self.registry,
         )
+        self.queries_in_flight = Gauge(
+            "specfleet_prometheus_queries_in_flight",
+            "Prometheus queries holding a connection now, over every source.",
+            registry=self.registry,
+        )
         self.evaluation_seconds = Histogram(
             "specfleet_evaluation_duration_seconds",
             "Time to read signals, decide and act for one fleet.",

@@ -2,7 +2,7 @@
 
 a_i is the unconditional probability that draft position i is accepted (cumulative: a_1 >= a_2 >= ...).
 Beyond the measured positions the curve continues with a constant conditional acceptance (the iid-alpha model,
-a fair fit for EAGLE-family drafters per calibration.md), estimated from the measured curve itself.
+a fair fit for EAGLE-family drafters on published per-position traces), estimated from the measured curve itself.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ PRIORS: dict[str, AcceptancePrior] = {
     "ngram": AcceptancePrior(0.16, 0.83),
     "suffix": AcceptancePrior(0.25, 0.8),
 }
+# The drafts per step the collapse threshold (an acceptance length) is stated for: the default start-up k.
+COLLAPSE_REFERENCE_K = 3
 # While speculation is off the last measured curve fades back to the prior with this half-life.
 MEMORY_HALF_LIFE_S = 3600.0
 
@@ -50,15 +52,17 @@ def clean(measured: Sequence[float]) -> Curve:
 def extrapolate(measured: Sequence[float], depth: int, prior: AcceptancePrior) -> Curve:
     """a_1..a_depth: the measured positions, then a constant conditional acceptance.
 
-    The conditional rate is the geometric mean over the measured depth, (a_m / a_1)^(1/(m-1)); with a single
-    position it is the prior's.
+    The conditional rate is the geometric mean over the measured depth, (a_m / a_1)^(1/(m-1)), but never above
+    the prior's: positions nobody measured are extrapolated conservatively, since a table ranks deeper k on
+    them and an over-estimate there costs every step, while the first window that drafts them corrects an
+    under-estimate. With a single position it is the prior's.
     """
     curve = clean(measured)
     if not curve:
         return prior_curve(prior, depth)
     conditional = prior.conditional
     if len(curve) >= 2 and curve[0] > 0:
-        conditional = (curve[-1] / curve[0]) ** (1.0 / (len(curve) - 1))
+        conditional = min((curve[-1] / curve[0]) ** (1.0 / (len(curve) - 1)), prior.conditional)
     while len(curve) < depth:
         curve += (curve[-1] * conditional,)
     return curve[:depth]
@@ -81,6 +85,17 @@ def curve_from_length(length: float, k: int) -> Curve:
 def expected_tokens(curve: Sequence[float], k: int) -> float:
     """E(k) = 1 + Σ_{i≤k} a_i: tokens emitted per verify step."""
     return 1.0 + sum(curve[:k])
+
+
+def collapse_floor(threshold: float, drafted_k: float) -> float:
+    """The acceptance length below which acceptance has collapsed at `drafted_k` drafts per verify step.
+
+    L ≤ 1 + k·a_1 ≤ 1 + k: a floor stated for k=3 would fire on a healthy k=1 row (L=1.25 is a_1=0.25). Below
+    COLLAPSE_REFERENCE_K the floor shrinks with the k that ran (the same accepted tokens per drafted position;
+    nothing drafted, nothing to judge). Above it, it stays: deeper positions of a poor drafter add little
+    (a_i falls geometrically), so a k=5 config at L=1.47 may well pay at low batch and is no collapse.
+    """
+    return 1.0 + (threshold - 1.0) * min(max(drafted_k, 0.0), COLLAPSE_REFERENCE_K) / COLLAPSE_REFERENCE_K
 
 
 @dataclass(frozen=True)

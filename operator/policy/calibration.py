@@ -1,64 +1,129 @@
-"""Online correction of the step-cost prior from observed TPOT, per mode and concurrency bucket.
+"""The online fit of the step-time model: what the fleet's observed step times say about its parameters.
 
-Observed TPOT relates to the step cost as TPOT_off ≈ C_off(B) and TPOT_spec ≈ C_spec(k,B)/L (L the measured
-tokens per verify step). Each observation moves an exponentially weighted ratio observed/predicted for its
-mode and its power-of-two bucket of B. The state is a plain dict of floats so it persists in the status.
+Each window gives one step time at the running batch, KV load and k in force: TPOT without speculation,
+TPOT·L with it (L tokens per verify step). Its features (`CostModel.features`) are linear in the physical
+parameters (`Parameters`), which both modes share: a plain step of B tokens and the verification of B·(k+1)
+run the same target forward, so hours off teach the verify cost and hours on the drafter's. The roofline is
+the prior (each parameter ±PRIOR_SPREAD of its value) and rules until evidence accumulates; the evidence is
+bounded (sufficient statistics, halved every EVIDENCE_HALF_LIFE_S). Prompts that chunked prefill folds into
+the decode steps are a feature of their own (admitted requests per step), so they are not read as decode cost.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
+from typing import Any
 
-OFF = "off"
-SPEC = "spec"
-MODES = (OFF, SPEC)
-# Weight of a new observation; ~5 windows to forget an old regime.
-LEARNING_RATE = 0.3
-# Ratios outside this band are measurement faults (idle engines, mixed configs), not cost-model errors.
+from specfleet.operator.policy.costmodel import CostModel, Parameters, StepShape
+from specfleet.operator.policy.fit import Evidence, Posterior
+
+# Relative noise of one window's step time (TPOT means over a window, and what the linear form misses).
+NOISE = 0.05
+# Prior standard deviation as a fraction of each roofline parameter: the roofline is right within a factor.
+PRIOR_SPREAD = 0.5
+# The prior prices no per-sequence drafter pass; its spread lets the fit find one worth this many of the
+# drafter's fixed per-step costs at a batch of 256 (the tax measured on k=0 rows reaches +22 %).
+DRAFT_SEQUENCE_SPREAD = 2.0 / 256
+EVIDENCE_HALF_LIFE_S = 4 * 3600.0
+# Step times this far from the prior are measurement faults (idle engines, mixed configs, an engine that is
+# not the hardware the spec names), not cost-model errors: they are not fitted.
 RATIO_BOUNDS = (0.2, 5.0)
-
-Factors = dict[str, float]
-
-
-def bucket(batch: float) -> int:
-    """Power-of-two bucket of a concurrency: 1 → 0, 2-3 → 1, 4-7 → 2, ..."""
-    return math.floor(math.log2(max(batch, 1.0)))
+PARAMETER_NAMES = tuple(f.name for f in fields(Parameters))
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Correction factors (observed/predicted step cost) by mode, then by bucket."""
+    """The fleet's evidence on the step model, the time of its last observation, and the prompt load."""
 
-    factors: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
+    evidence: Evidence = field(default_factory=Evidence)
+    observed_at: float | None = None
+    # Requests admitted per second per replica in the last window: their prefill shares the decode steps.
+    admission_rate: float = 0.0
 
-    def factor(self, mode: str, batch: float) -> float:
-        """The factor of the nearest calibrated bucket; a mode never observed borrows the other's, since a
-        systematic error (slower GPU, busier host) affects both alike and cancels in the speed-up."""
-        for source in (mode, *(m for m in MODES if m != mode)):
-            table = self.factors.get(source)
-            if table:
-                nearest = min(table, key=lambda b: (abs(b - bucket(batch)), b))
-                return table[nearest]
-        return 1.0
-
-    def observe(self, mode: str, batch: float, observed_s: float, predicted_s: float) -> Calibration:
-        """Fold one observed/predicted step-cost pair into the factor of its bucket."""
-        if observed_s <= 0 or predicted_s <= 0:
+    def observe(self, cost: CostModel, shape: StepShape, step_s: float, now: float, weight: float) -> Calibration:
+        """Fold one observed step time of a step of `shape` in; faults (see RATIO_BOUNDS) change nothing."""
+        if step_s <= 0 or not RATIO_BOUNDS[0] <= step_s / cost.step(shape) <= RATIO_BOUNDS[1]:
             return self
-        ratio = observed_s / predicted_s
-        if not RATIO_BOUNDS[0] <= ratio <= RATIO_BOUNDS[1]:
-            return self
-        table = dict(self.factors.get(mode, {}))
-        key = bucket(batch)
-        previous = table.get(key, self.factor(mode, batch))
-        table[key] = previous + LEARNING_RATE * (ratio - previous)
-        return Calibration({**self.factors, mode: table})
+        elapsed = 0.0 if self.observed_at is None else max(now - self.observed_at, 0.0)
+        decay = 0.5 ** (elapsed / EVIDENCE_HALF_LIFE_S)
+        evidence = self.evidence.add(cost.features(shape), step_s, weight, decay)
+        return replace(self, evidence=evidence, observed_at=now)
 
-    def to_dict(self) -> dict[str, Factors]:
-        return {mode: {str(b): f for b, f in sorted(table.items())} for mode, table in self.factors.items()}
+    def with_admissions(self, rate: float) -> Calibration:
+        return replace(self, admission_rate=max(rate, 0.0))
+
+    def fitted(self, cost: CostModel) -> FittedCost:
+        return FittedCost(cost, self)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.evidence.to_dict(), "observedAt": self.observed_at, "admissionRate": self.admission_rate}
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Mapping[str, float]]) -> Calibration:
-        return cls({mode: {int(b): float(f) for b, f in table.items()} for mode, table in raw.items() if mode in MODES})
+    def from_dict(cls, raw: Mapping[str, Any]) -> Calibration:
+        """The persisted fit; a shape from another model version (an older status) starts over from the prior."""
+        try:
+            evidence = Evidence.from_dict(raw)
+        except (TypeError, ValueError):
+            return cls()
+        if evidence.moment and len(evidence.moment) != len(PARAMETER_NAMES):
+            return cls()
+        at = raw.get("observedAt")
+        return cls(evidence, None if at is None else float(at), float(raw.get("admissionRate", 0.0)))
+
+
+@dataclass(frozen=True)
+class FittedCost:
+    """The posterior of one deployment's step model: step costs with their uncertainty."""
+
+    cost: CostModel
+    calibration: Calibration
+
+    @cached_property
+    def posterior(self) -> Posterior:
+        prior = self.cost.prior_values
+        spread = tuple(PRIOR_SPREAD * p for p in prior)
+        spread = _with(spread, "draft_sequence", DRAFT_SEQUENCE_SPREAD * self.cost.draft.fixed_s)
+        if not self.calibration.evidence.moment:
+            return Posterior(prior, _diagonal(spread))
+        return self.calibration.evidence.posterior(prior, spread, NOISE)
+
+    @cached_property
+    def values(self) -> tuple[float, ...]:
+        """The posterior mean, each parameter at least zero (no physical cost is negative)."""
+        return tuple(max(v, 0.0) for v in self.posterior.mean)
+
+    @property
+    def parameters(self) -> Parameters:
+        return Parameters(*self.values)
+
+    def step(self, shape: StepShape) -> float:
+        return self.cost.step(shape, self.values)
+
+    def step_std(self, shape: StepShape) -> float:
+        return self.posterior.predictive_std(self.cost.features(shape))
+
+    def stall(self) -> float:
+        """How much longer each decode step lasts for the prompts chunked prefill folds into it.
+
+        A step of decode cost d carrying the prompts of r·s admissions (rate r, step s) lasts s = d + p·r·s,
+        so s = d / (1 - p·r). It cancels in every speed-up, so only predicted TPOT carries it.
+        """
+        share = self.parameters.prefill * self.calibration.admission_rate
+        return 1.0 / max(1.0 - share, 0.5)
+
+
+def _with(values: tuple[float, ...], name: str, value: float) -> tuple[float, ...]:
+    i = PARAMETER_NAMES.index(name)
+    return (*values[:i], value, *values[i + 1 :])
+
+
+def _diagonal(std: tuple[float, ...]) -> tuple[float, ...]:
+    n = len(std)
+    return tuple(std[i] ** 2 if i == j else 0.0 for i in range(n) for j in range(n))
+
+
+def observation_weight(interval_s: float, window_s: float) -> float:
+    """Consecutive windows overlap by window - interval: each observation counts for its new share only."""
+    return 1.0 if window_s <= 0 else min(max(interval_s / window_s, 0.0), 1.0)

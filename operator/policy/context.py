@@ -51,6 +51,12 @@ class Context:
     def table_supported(self) -> bool:
         return table_supported(self.policy.schedule, self.data_parallel_size)
 
+    @property
+    def live_tables(self) -> bool:
+        """Whether a new table reaches the running pods without a restart: wherever a table runs, since every
+        pod runs specfleet's runtime, whose control endpoint takes a new table within the start-up k."""
+        return self.table_supported
+
     def enabled_config(self, predictor: Predictor, k: int) -> SpecConfig:
         """Speculation on: the batch-size→k table where the topology allows it, else a fixed k."""
         if not self.table_supported:

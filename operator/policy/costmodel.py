@@ -9,17 +9,20 @@ The roofline prior of one target forward is
     max(weight bytes / bandwidth, FLOPs / peak) + UNOVERLAPPED·FLOPs / peak + KV bytes / bandwidth + overhead
 
 at achievable (not datasheet) bandwidth and peak, plus two all-reduces per layer under tensor parallelism.
-The pure max form makes verification free up to the knee, which the measurements contradict: the fitted vLLM
-step model in calibration.md pays its per-token term from bs=1. Small-batch GEMMs do not overlap their maths
+The pure max form makes verification free up to the knee, which the measurements contradict: published fits of
+vLLM's step time pay their per-token term from bs=1. Small-batch GEMMs do not overlap their maths
 with weight streaming, so that share is added on top; attention reads the KV cache in its own memory-bound
-kernels, so KV time is added too. Fitted against the 8B/H100 and 70B/TP4 speed-up rows of calibration.md
-(largest error 0.10). Online calibration (`calibration.py`) corrects the prior from observed TPOT.
+kernels, so KV time is added too. Fitted against published 8B/H100 and 70B/TP4 EAGLE speed-up rows
+(largest error 0.10; tests/policy/test_costmodel.py). The step time is linear in a few physical parameters
+(`Parameters`); the roofline gives their prior and the online fit (`calibration.py`) learns them from the
+fleet's observed step times.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
+from functools import cached_property
 
 from specfleet.operator.policy.acceptance import expected_tokens
 from specfleet.operator.policy.hardware import (
@@ -30,13 +33,15 @@ from specfleet.operator.policy.hardware import (
     model_profile,
 )
 
-# Achievable fractions of datasheet bandwidth and peak, fitted against calibration.md's 8B/H100 step model.
+# Achievable fractions of datasheet bandwidth and peak, fitted against a published 8B/H100 step model.
 BANDWIDTH_EFFICIENCY = 0.85
 COMPUTE_EFFICIENCY = 0.9
 UNOVERLAPPED_COMPUTE = 1.0
 STEP_OVERHEAD_S = 1.5e-3
 # Mean tokens in a running sequence's KV cache when the signals do not say (ShareGPT-like chat).
 DEFAULT_CONTEXT_TOKENS = 1024.0
+# Prompt tokens per admitted request the prior prices chunked prefill at, until the fit learns the real cost.
+PROMPT_TOKENS_PRIOR = 512.0
 # Fraction of GPU memory vLLM gives to weights plus KV cache (its default gpu_memory_utilization).
 GPU_MEMORY_UTILIZATION = 0.9
 
@@ -60,6 +65,43 @@ DRAFTS: dict[str, DraftProfile] = {
     "ngram": DraftProfile(0.0, 0.02e-3, 0.3e-3),
     "suffix": DraftProfile(0.0, 0.03e-3, 0.4e-3),
 }
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """The physical parameters one engine step's time is linear in (seconds per unit of each feature).
+
+    A step's target forward over n query tokens, with B sequences of context c, costs
+    `fixed + token·n + knee·max(n - n_knee, 0) + kv·B·c + prefill·admissions`: streaming the weights and the
+    launches; the maths not overlapped with streaming; the maths past the knee, where it outlasts streaming;
+    attention's reads of the KV cache; the prompts that chunked prefill folds into the step. A loaded drafter
+    adds `draft_fixed + draft_sequence·B` on every step (its pass runs even at k=0) and, per drafted position,
+    `draft_position + draft_token·B + draft_kv·B·c`. The same target parameters price a plain step of B tokens
+    and the verification of B·(k+1), so either mode's evidence teaches the other.
+    """
+
+    fixed: float
+    token: float
+    knee: float
+    kv: float
+    prefill: float
+    draft_fixed: float
+    draft_sequence: float
+    draft_position: float
+    draft_token: float
+    draft_kv: float
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """What one engine step does: its sequences, query tokens, their context, and the drafting around it."""
+
+    batch: float
+    tokens: float
+    context: float
+    k: int
+    drafter: bool
+    admissions: float = 0.0  # requests whose prompts the step's chunked prefill carries
 
 
 @dataclass(frozen=True)
@@ -95,37 +137,69 @@ class CostModel:
     def _compute_s(self, flops: float) -> float:
         return flops / (self.tensor_parallel * self.gpu.peak_flops * COMPUTE_EFFICIENCY)
 
-    def _allreduce_s(self, tokens: float) -> float:
-        if self.tensor_parallel == 1:
-            return 0.0
-        payload = tokens * self.model.hidden_size * BF16_BYTES
-        per_call = self.gpu.allreduce_latency_s + payload / self.gpu.interconnect_bytes_s
-        return 2 * self.model.layers * per_call
+    @property
+    def knee_tokens(self) -> float:
+        """Query tokens per forward past which the GEMMs' maths outlasts streaming the weights."""
+        return self._memory_s(self.model.weight_bytes) / self._compute_s(self.model.flops_per_token)
 
-    def target_step(self, batch: float, tokens: float) -> float:
-        """One target forward over `tokens` query tokens of `batch` running sequences."""
-        weights = self._memory_s(self.model.weight_bytes)
-        kv = self._memory_s(batch * self.context_tokens * self.model.kv_bytes_per_token)
-        compute = self._compute_s(tokens * self.model.flops_per_token)
-        gemm = max(weights, compute) + UNOVERLAPPED_COMPUTE * compute
-        return gemm + kv + self._allreduce_s(tokens) + STEP_OVERHEAD_S
-
-    def draft_step(self, k: int, batch: float) -> float:
-        """Proposing k tokens for each of `batch` sequences."""
+    def prior(self) -> Parameters:
+        """The roofline's step model as parameters of the linear form `features` spans (see `Parameters`)."""
+        per_token = self._compute_s(self.model.flops_per_token)
+        kv_token = self._memory_s(self.model.kv_bytes_per_token)
+        allreduce_fixed, allreduce_token = 0.0, 0.0
+        if self.tensor_parallel > 1:
+            allreduce_fixed = 2 * self.model.layers * self.gpu.allreduce_latency_s
+            payload = self.model.hidden_size * BF16_BYTES / self.gpu.interconnect_bytes_s
+            allreduce_token = 2 * self.model.layers * payload
         share = self.draft.weight_fraction
-        kv_bytes = batch * self.context_tokens * self.model.kv_bytes_per_token
-        position = (
-            self._memory_s(share * (self.model.weight_bytes + kv_bytes))
-            + self._compute_s(share * batch * self.model.flops_per_token)
-            + self.draft.per_position_s
+        return Parameters(
+            fixed=self._memory_s(self.model.weight_bytes) + STEP_OVERHEAD_S + allreduce_fixed,
+            token=UNOVERLAPPED_COMPUTE * per_token + allreduce_token,
+            knee=per_token,
+            kv=kv_token,
+            prefill=PROMPT_TOKENS_PRIOR * (1 + UNOVERLAPPED_COMPUTE) * per_token,
+            draft_fixed=self.draft.fixed_s,
+            draft_sequence=0.0,
+            draft_position=self._memory_s(share * self.model.weight_bytes) + self.draft.per_position_s,
+            draft_token=share * per_token,
+            draft_kv=share * kv_token,
         )
-        return k * position + self.draft.fixed_s
+
+    def features(self, shape: StepShape) -> tuple[float, ...]:
+        """The quantities one engine step's time is linear in, in the order of `Parameters`' fields."""
+        kv_tokens = shape.batch * shape.context
+        drafter = 1.0 if shape.drafter else 0.0
+        return (
+            1.0,
+            shape.tokens,
+            max(shape.tokens - self.knee_tokens, 0.0),
+            kv_tokens,
+            shape.admissions,
+            drafter,
+            drafter * shape.batch,
+            float(shape.k),
+            shape.k * shape.batch,
+            shape.k * kv_tokens,
+        )
+
+    def shape(self, k: int, batch: float, *, drafter: bool) -> StepShape:
+        """A decode step at `batch` sequences of this model's context, verifying k drafts each."""
+        return StepShape(batch=batch, tokens=batch * (k + 1), context=self.context_tokens, k=k, drafter=drafter)
+
+    @cached_property
+    def prior_values(self) -> tuple[float, ...]:
+        return astuple(self.prior())
+
+    def step(self, shape: StepShape, values: Sequence[float] | None = None) -> float:
+        """Seconds of one step: parameter values (`Parameters`' order; the prior's by default) times features."""
+        theta = self.prior_values if values is None else values
+        return sum(p * f for p, f in zip(theta, self.features(shape), strict=True))
 
     def step_off(self, batch: float) -> float:
-        return self.target_step(batch, batch)
+        return self.step(self.shape(0, batch, drafter=False))
 
     def step_spec(self, k: int, batch: float) -> float:
-        return self.target_step(batch, batch * (k + 1)) + self.draft_step(k, batch)
+        return self.step(self.shape(k, batch, drafter=True))
 
     def with_context(self, context_tokens: float) -> CostModel:
         return CostModel(self.gpu, self.model, self.draft, self.tensor_parallel, context_tokens)
@@ -143,24 +217,6 @@ def context_from_signals(cost: CostModel, kv_cache_usage: float | None, concurre
     return kv_cache_usage * cost.kv_capacity_tokens() / concurrency
 
 
-def speedup(
-    cost: CostModel,
-    curve: Sequence[float],
-    k: int,
-    batch: float,
-    correction_off: float = 1.0,
-    correction_spec: float = 1.0,
-    *,
-    drafter_loaded: bool = False,
-) -> float:
-    """S(k,B) = E(k)·C_off(B)/C_spec(k,B), each step cost scaled by its calibrated correction factor.
-
-    k=0 is plain decoding (1.0) unless the drafter is loaded anyway — a batch-size table's k=0 row: vLLM
-    still runs the drafter's pass then, so S(0,B) = C_off/C_spec(0,B) < 1 (the drafter tax).
-    """
-    if k == 0 and not drafter_loaded:
-        return 1.0
-    b = max(batch, 1.0)
-    off = cost.step_off(b) * correction_off
-    spec = cost.step_spec(k, b) * correction_spec
-    return expected_tokens(curve, k) * off / spec
+def speedup(off_s: float, spec_s: float, curve: Sequence[float], k: int) -> float:
+    """S(k,B) = E(k)·C_off(B)/C_spec(k,B) from the two step costs at one batch."""
+    return expected_tokens(curve, k) * off_s / spec_s

@@ -12,11 +12,12 @@ from dataclasses import replace
 
 from specfleet.operator.api.policy_types import Fallback
 from specfleet.operator.api.types import Signals, SpeculationMode
+from specfleet.operator.policy.acceptance import collapse_floor
 from specfleet.operator.policy.context import Context
 from specfleet.operator.policy.decision import Action, Decision, Inputs, Reason
 from specfleet.operator.policy.gates import gate
 from specfleet.operator.policy.observe import Observation, learn
-from specfleet.operator.policy.proposal import Kind, Proposal, hold, relative_gain
+from specfleet.operator.policy.proposal import Kind, Proposal, hold, is_live, relative_gain
 from specfleet.operator.policy.schedule import BATCH_GRID, drifted
 from specfleet.operator.policy.state import PolicyState, SpecConfig, Verification
 from specfleet.operator.policy.verify import verify
@@ -36,7 +37,17 @@ def decide(now: float, signals: Signals | None, state: PolicyState, ctx: Context
     if proposal is None:
         proposal, inputs = _propose(state, obs, ctx, inputs)
     proposal, state = gate(now, proposal, state, obs, ctx)
-    return _commit(now, proposal, state, obs, ctx, {**inputs, "gain": round(proposal.gain, 4)})
+    return _commit(now, proposal, state, obs, ctx, {**inputs, "gain": round(proposal.gain, 4), **_pricing(proposal)})
+
+
+def _pricing(proposal: Proposal) -> Inputs:
+    """How a change (made or held back) would be carried out, and what the gates priced it at."""
+    if proposal.action == Action.HOLD and proposal.wants is None:
+        return {}
+    priced: Inputs = {"change": "live" if proposal.live else "restart"}
+    if proposal.cost is not None:
+        priced["switchCost"] = round(proposal.cost, 1)
+    return priced
 
 
 def _propose(state: PolicyState, obs: Observation, ctx: Context, inputs: Inputs) -> tuple[Proposal, Inputs]:
@@ -72,10 +83,10 @@ def _fallback(state: PolicyState, ctx: Context) -> Proposal:
 
 
 def _collapse(current: SpecConfig, obs: Observation, ctx: Context) -> Proposal | None:
-    threshold = ctx.policy.collapse_acceptance_length
+    threshold = collapse_floor(ctx.policy.collapse_acceptance_length, obs.drafted_k)
     if obs.length is None or obs.length >= threshold or obs.samples < ctx.policy.min_samples:
         return None
-    why = f"acceptance collapsed: L={obs.length:.2f} < {threshold}"
+    why = f"acceptance collapsed: L={obs.length:.2f} < {threshold:.2f} at k={obs.drafted_k:.1f}"
     if ctx.mode == SpeculationMode.ON:
         return hold(Reason.COLLAPSE, f"{why}, but mode On pins speculation", current)
     return Proposal(Action.DISABLE, Reason.COLLAPSE, why, SpecConfig.off(), Kind.SAFETY)
@@ -121,7 +132,10 @@ def _retune(state: PolicyState, obs: Observation, ctx: Context, k_best: int, at:
         if current.schedule is not None and not drifted(state.table_curve, predictor.curve):
             return hold(Reason.STEADY, f"{at}: table current", current)
         target = ctx.enabled_config(predictor, k_best)
-        top = max(2 * obs.forecast, 1.0)
+        # A new table costs a restart only when the pods run none yet; live, it may as well be right at loads
+        # the forecast does not reach yet, since the engine picks the row of its running batch every step.
+        live = is_live(current, target, ctx.live_tables)
+        top = BATCH_GRID[-1] if live else max(2 * obs.forecast, 1.0)
         gain = max(
             relative_gain(predictor.config_speedup(current, b), predictor.config_speedup(target, b))
             for b in BATCH_GRID
@@ -146,10 +160,15 @@ def _commit(
         return Decision(
             proposal.action, proposal.code, proposal.reason, state.current, applied, inputs, state, proposal.wants
         )
-    if applied:
+    if applied and proposal.live:
+        # Nothing restarts: no restart counted, no cooldown started, nothing to verify.
+        state = replace(state, current=proposal.target, pending=None, table_curve=obs.predictor.curve)
+    elif applied:
         # A rollback returns to a configuration already known good: nothing to verify.
         rollback = proposal.action == Action.ROLLBACK
         verification = None if rollback else Verification(now, obs.predictor.curve, state.calibration)
         state = state.after_change(now, proposal.target, verification)
         state = replace(state, table_curve=obs.predictor.curve if proposal.target.schedule else None)
-    return Decision(proposal.action, proposal.code, proposal.reason, proposal.target, applied, inputs, state)
+    return Decision(
+        proposal.action, proposal.code, proposal.reason, proposal.target, applied, inputs, state, live=proposal.live
+    )

@@ -42,6 +42,7 @@ class Reason(StrEnum):
     GAIN = "gain"
     LOSS = "loss"
     DRIFT = "drift"
+    HYSTERESIS = "hysteresis"
     STEADY = "steady"
 
 
@@ -58,11 +59,13 @@ class Decision:
     state: PolicyState
     # On a hold a gate imposed: the change held back ("disable to off"); None otherwise.
     wants: str | None = None
+    # Carried out on the running pods (a new batch-size→k table pushed live), not by a rollout.
+    live: bool = False
 
     @property
     def restart_bound(self) -> bool:
-        """Whether carrying the decision out changes the pods (every action but hold does)."""
-        return self.action != Action.HOLD
+        """Whether carrying the decision out restarts the pods (every action but hold and a live change)."""
+        return self.action != Action.HOLD and not self.live
 
     def to_record(self, time: str) -> DecisionRecord:
         """The entry for `status.decisions`."""

@@ -5,6 +5,11 @@ by `gain` (relative) for the expected dwell earns gain * expected_dwell; the rol
 replica's restart time in turn, the TPOT rise it causes at the forecast load (see `_switching`). The budget
 counts every restart-bound change in the rolling hour, rollbacks included; a TUNE change also keeps one
 restart in reserve for its own rollback.
+
+A live change (a new batch-size→k table pushed to the running pods, see `proposal.is_live`) costs about
+nothing: no pod restarts and no capacity is lost. It passes only the evidence gate, waits for a restart-bound
+change's verification, and needs a predicted gain of at least `LIVE_MIN_GAIN` (with the table's drift
+threshold, the hysteresis that keeps it from flapping); no dwell, switching cost, cooldown or budget.
 """
 
 from __future__ import annotations
@@ -14,8 +19,11 @@ from dataclasses import replace
 from specfleet.operator.policy.context import Context
 from specfleet.operator.policy.decision import Action, Reason
 from specfleet.operator.policy.observe import Observation
-from specfleet.operator.policy.proposal import Kind, Proposal
+from specfleet.operator.policy.proposal import Kind, Proposal, is_live
 from specfleet.operator.policy.state import Pending, PolicyState
+
+# Smallest predicted relative gain a live table change must promise (fleet-wide TPOT over the forecast load).
+LIVE_MIN_GAIN = 0.01
 
 
 def gate(
@@ -24,10 +32,14 @@ def gate(
     """The proposal if every gate of its kind passes, else a hold that says which gate stopped it."""
     if proposal.action == Action.HOLD:
         return proposal, replace(state, pending=None)
+    if is_live(state.current, proposal.target, ctx.live_tables):
+        live = replace(proposal, reason=f"{proposal.reason} (live)", live=True, cost=0.0)
+        return _live_gates(live, state, obs, ctx)
+    proposal = replace(proposal, reason=f"{proposal.reason} (restart)")
     if proposal.kind == Kind.TUNE:
-        blocked, state = _tune_gates(now, proposal, state, obs, ctx)
-        if blocked is not None:
-            return blocked, state
+        proposal, state = _tune_gates(now, proposal, state, obs, ctx)
+        if proposal.action == Action.HOLD:
+            return proposal, state
     used = len(state.restarts_in_hour(now))
     reserve = 1 if proposal.kind == Kind.TUNE and ctx.policy.max_restarts_per_hour >= 2 else 0
     if used + 1 + reserve > ctx.policy.max_restarts_per_hour:
@@ -36,15 +48,38 @@ def gate(
     return proposal, state
 
 
-def _tune_gates(
-    now: float, proposal: Proposal, state: PolicyState, obs: Observation, ctx: Context
+def _live_gates(proposal: Proposal, state: PolicyState, obs: Observation, ctx: Context) -> tuple[Proposal, PolicyState]:
+    if proposal.kind != Kind.TUNE:
+        return proposal, state  # a live rollback: cheaper still than the restart it replaces
+    blocked, state = _evidence_gates(proposal, state, obs, ctx)
+    if blocked is not None:
+        return blocked, state
+    if proposal.gain < LIVE_MIN_GAIN:
+        detail = f"gain {proposal.gain:.1%} < {LIVE_MIN_GAIN:.0%} (live-change hysteresis)"
+        return _blocked(proposal, Reason.HYSTERESIS, detail), replace(state, pending=None)
+    return proposal, replace(state, pending=None)
+
+
+def _evidence_gates(
+    proposal: Proposal, state: PolicyState, obs: Observation, ctx: Context
 ) -> tuple[Proposal | None, PolicyState]:
-    policy = ctx.policy
+    """What every tuning change waits for, live or not: the last restart's verification and enough evidence."""
     if state.verification is not None:
         return _blocked(proposal, Reason.VERIFYING, "the last change is still being verified"), state
     thin = _thin_evidence(obs, state, ctx)
     if thin:
         return _blocked(proposal, Reason.THIN_EVIDENCE, thin), replace(state, pending=None)
+    return None, state
+
+
+def _tune_gates(
+    now: float, proposal: Proposal, state: PolicyState, obs: Observation, ctx: Context
+) -> tuple[Proposal, PolicyState]:
+    """The proposal priced at its restart cost if every tuning gate passes, else the hold of the first that fails."""
+    policy = ctx.policy
+    blocked, state = _evidence_gates(proposal, state, obs, ctx)
+    if blocked is not None:
+        return blocked, state
     pending = state.pending if state.pending and state.pending.action == proposal.action else None
     state = replace(state, pending=pending or Pending(str(proposal.action), now))
     assert state.pending is not None
@@ -52,6 +87,7 @@ def _tune_gates(
     if held < policy.dwell_seconds:
         return _blocked(proposal, Reason.DWELL, f"held {held:.0f}/{policy.dwell_seconds} s"), state
     earned, cost = _switching(proposal, state, obs, ctx)
+    proposal = replace(proposal, cost=cost)
     if earned <= cost:
         detail = f"gain {earned:.0f} ≤ restart cost {cost:.0f} s of TPOT"
         return _blocked(proposal, Reason.SWITCHING_COST, detail), state
@@ -59,7 +95,7 @@ def _tune_gates(
         since = now - state.last_change_at
         detail = f"{since:.0f}/{policy.cooldown_seconds} s since the last change"
         return _blocked(proposal, Reason.COOLDOWN, detail), state
-    return None, state
+    return proposal, state
 
 
 def _switching(proposal: Proposal, state: PolicyState, obs: Observation, ctx: Context) -> tuple[float, float]:
@@ -92,4 +128,6 @@ def _thin_evidence(obs: Observation, state: PolicyState, ctx: Context) -> str | 
 def _blocked(proposal: Proposal, code: Reason, detail: str) -> Proposal:
     wants = f"{proposal.action} to {proposal.target.describe()}"
     reason = f"wants {wants} ({proposal.reason}); {detail}"
-    return Proposal(Action.HOLD, code, reason, proposal.target, proposal.kind, proposal.gain, wants)
+    return Proposal(
+        Action.HOLD, code, reason, proposal.target, proposal.kind, proposal.gain, wants, proposal.live, proposal.cost
+    )

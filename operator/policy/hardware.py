@@ -1,8 +1,8 @@
 """Hardware and model-size profiles: the constants the roofline prior of the cost model starts from.
 
-Figures: ../shared/calibration.md (H100/H200 bandwidth and bf16 peak; Llama-3.1-8B and Llama-3-70B weights and
-KV bytes per token). A100 is NVIDIA's public datasheet. Unknown accelerators fall back to the H100 profile and
-unknown model names to 8B; the online calibration absorbs what the prior gets wrong.
+Figures: NVIDIA's public datasheets (H100/H200/A100 bandwidth and bf16 peak) and the models' published
+configurations (Llama-3.1-8B and Llama-3-70B weights and KV bytes per token). Unknown accelerators fall back
+to the H100 profile and unknown model names to 8B; the online cost fit learns what the prior gets wrong.
 """
 
 from __future__ import annotations

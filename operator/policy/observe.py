@@ -1,4 +1,4 @@
-"""Fold one window of signals into the state: forecast, acceptance memory, calibration, missing counter."""
+"""Fold one window of signals into the state: forecast, acceptance memory, the cost fit, missing counter."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from specfleet.operator.policy.acceptance import (
     merge,
     remembered,
 )
-from specfleet.operator.policy.calibration import OFF, SPEC, Calibration
+from specfleet.operator.policy.calibration import Calibration, observation_weight
 from specfleet.operator.policy.context import Context
-from specfleet.operator.policy.costmodel import CostModel, context_from_signals
+from specfleet.operator.policy.costmodel import CostModel, StepShape, context_from_signals
 from specfleet.operator.policy.decision import Inputs
 from specfleet.operator.policy.predictor import Predictor
 from specfleet.operator.policy.state import PolicyState, SpecConfig
@@ -30,6 +30,7 @@ class Observation:
     forecast: float | None  # B̂: forecast concurrency per replica for the next window
     fresh: bool  # the signals were measured under the configuration the fleet runs
     length: float | None  # measured L under the running configuration
+    drafted_k: float  # mean drafts per verify step that L was measured at (0 when nothing was drafted)
     tpot: float | None
     samples: int
     pods: int
@@ -50,9 +51,20 @@ class Observation:
         }
         values.update({f"a{i + 1}": a for i, a in enumerate(self.predictor.curve)})
         if self.batch is not None:
-            values["factorOff"] = state.calibration.factor(OFF, self.batch)
-            values["factorSpec"] = state.calibration.factor(SPEC, self.batch)
+            values.update(self._fit_inputs(state.current, self.batch))
         return {key: round(v, 4) if isinstance(v, float) else v for key, v in values.items()}
+
+    def _fit_inputs(self, current: SpecConfig, batch: float) -> Inputs:
+        """What the fit believes at the measured batch: the running config's step time and its uncertainty,
+        and the drafter's tax on a k=0 row."""
+        predictor, b = self.predictor, max(batch, 1.0)
+        shape = predictor.cost.shape(current.k_at(b), b, drafter=current.enabled)
+        return {
+            "fitWeight": predictor.calibration.evidence.weight,
+            "fitStepMs": 1e3 * predictor.fitted.step(shape),
+            "fitStepStdMs": 1e3 * predictor.fitted.step_std(shape),
+            "fitDrafterTax": predictor.drafter_tax(b),
+        }
 
 
 def learn(now: float, signals: Signals | None, state: PolicyState, ctx: Context) -> tuple[PolicyState, Observation]:
@@ -71,7 +83,10 @@ def learn(now: float, signals: Signals | None, state: PolicyState, ctx: Context)
         if measured:
             state = replace(state, acceptance=AcceptanceMemory(merge(measured, state.acceptance), now))
     if fresh and signals.tpot_seconds is not None:
-        state = replace(state, calibration=_calibrate(state.calibration, cost, state.current, batch, signals))
+        weight = observation_weight(ctx.policy.interval_seconds, ctx.policy.window_seconds)
+        pods = signals.pods or ctx.fleet.ready_replicas or 1
+        calibration = _calibrate(state.calibration, cost, state.current, batch, signals, now, weight, pods)
+        state = replace(state, calibration=calibration)
     return state, _observation(now, signals, state, ctx, cost, fresh=fresh)
 
 
@@ -107,20 +122,41 @@ def drafted_depth(signals: Signals, current: SpecConfig) -> int:
     return max(depth, 1)
 
 
+def drafted_k(signals: Signals, current: SpecConfig) -> float:
+    """Mean drafts per verify step in the window: drafted ÷ drafts, i.e. (L - 1) ÷ acceptance rate where the
+    signals carry both; else the k the config runs at the measured batch (a table's row)."""
+    rate, length = signals.draft_acceptance_rate, signals.acceptance_length
+    if current.enabled and rate and length is not None and length > 1:
+        return min((length - 1) / rate, float(current.k))
+    return float(current.k_at(signals.concurrency_per_replica or 1.0))
+
+
 def _calibrate(
-    calibration: Calibration, cost: CostModel, current: SpecConfig, batch: float, signals: Signals
+    calibration: Calibration,
+    cost: CostModel,
+    current: SpecConfig,
+    batch: float,
+    signals: Signals,
+    now: float,
+    weight: float,
+    pods: int,
 ) -> Calibration:
-    """One observed step cost against the raw prior: TPOT off, TPOT·L under speculation."""
+    """One observed step time at the batch, context and k that ran: TPOT off, TPOT·L under speculation.
+
+    A table's k=0 row is still a speculating engine (the drafter runs): its steps teach the drafter's tax.
+    The prompts admitted meanwhile (completions per second per pod, a steady state's arrivals) shared the
+    steps through chunked prefill: admissions per step is their feature, so they are not fitted as decode.
+    """
     assert signals.tpot_seconds is not None
     b = max(batch, 1.0)
-    if not current.enabled:
-        return calibration.observe(OFF, b, signals.tpot_seconds, cost.step_off(b))
-    # A table's k=0 row is still a speculating engine (the drafter runs): its steps calibrate SPEC, not OFF.
     k = current.k_at(b)
     length = 1.0 if k == 0 else signals.acceptance_length
     if length is None:
         return calibration
-    return calibration.observe(SPEC, b, signals.tpot_seconds * length, cost.step_spec(k, b))
+    step_s = signals.tpot_seconds * length
+    rate = (signals.qps or 0.0) / pods
+    shape = StepShape(b, b * (k + 1), cost.context_tokens, k, current.enabled, admissions=rate * step_s)
+    return calibration.with_admissions(rate).observe(cost, shape, step_s, now, weight)
 
 
 def _observation(
@@ -134,6 +170,7 @@ def _observation(
         forecast=state.forecast.predict(steps, p90),
         fresh=fresh,
         length=signals.acceptance_length if signals is not None and fresh and state.current.enabled else None,
+        drafted_k=drafted_k(signals, state.current) if signals is not None else 0.0,
         tpot=signals.tpot_seconds if signals is not None and fresh else None,
         samples=(signals.samples or 0) if signals is not None else 0,
         pods=signals.pods if signals is not None and signals.pods is not None else ctx.fleet.ready_replicas,

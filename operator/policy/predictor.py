@@ -1,12 +1,13 @@
-"""The cost model, an acceptance curve and the calibration together: predicted speed-up and TPOT."""
+"""The cost model, an acceptance curve and the fleet's fit of the step model together: speed-up and TPOT."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from specfleet.operator.policy.acceptance import Curve, expected_tokens
-from specfleet.operator.policy.calibration import OFF, SPEC, Calibration
+from specfleet.operator.policy.calibration import Calibration, FittedCost
 from specfleet.operator.policy.costmodel import CostModel, speedup
 from specfleet.operator.policy.state import SpecConfig
 
@@ -22,17 +23,27 @@ class Predictor:
     curve: Curve
     calibration: Calibration
 
+    @cached_property
+    def fitted(self) -> FittedCost:
+        return self.calibration.fitted(self.cost)
+
+    def step(self, k: int, batch: float, *, drafter_loaded: bool) -> float:
+        """Fitted seconds of one decode step (prefill stalls excluded: they cancel in every speed-up)."""
+        return self.fitted.step(self.cost.shape(k, max(batch, 1.0), drafter=drafter_loaded))
+
     def speedup(self, k: int, batch: float, *, drafter_loaded: bool = False) -> float:
-        """Calibrated S(k,B); for k=0 1.0 (speculation off) or the drafter tax (a table's k=0 row)."""
-        return speedup(
-            self.cost,
-            self.curve,
-            k,
-            batch,
-            self.calibration.factor(OFF, batch),
-            self.calibration.factor(SPEC, batch),
-            drafter_loaded=drafter_loaded,
-        )
+        """Fitted S(k,B); for k=0 1.0 (speculation off) or the drafter tax (a table's k=0 row)."""
+        if k == 0 and not drafter_loaded:
+            return 1.0
+        off = self.step(0, batch, drafter_loaded=False)
+        return speedup(off, self.step(k, batch, drafter_loaded=True), self.curve, k)
+
+    def drafter_tax(self, batch: float, *, pessimism: float = 0.0) -> float:
+        """1 - S(0,B) with the drafter loaded, its step cost raised by `pessimism` standard deviations."""
+        b = max(batch, 1.0)
+        taxed = self.cost.shape(0, b, drafter=True)
+        spec = self.fitted.step(taxed) + pessimism * self.fitted.step_std(taxed)
+        return 1.0 - self.step(0, b, drafter_loaded=False) / spec
 
     def best(self, batch: float, k_range: range) -> tuple[int, float]:
         """argmax_k S(k,B) over `k_range`; ties go to the smaller k (fewer wasted drafts)."""
@@ -81,6 +92,5 @@ class Predictor:
         (k=0 with the drafter loaded still pays its pass)."""
         b = max(batch, 1.0)
         k = config.k_at(b)
-        if not config.enabled:
-            return self.cost.step_off(b) * self.calibration.factor(OFF, b)
-        return self.cost.step_spec(k, b) * self.calibration.factor(SPEC, b) / expected_tokens(self.curve, k)
+        step = self.step(k, b, drafter_loaded=config.enabled) * self.fitted.stall()
+        return step / expected_tokens(self.curve, k)

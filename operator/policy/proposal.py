@@ -26,10 +26,21 @@ class Proposal:
     kind: Kind = Kind.TUNE
     gain: float = 0.0  # predicted relative throughput change of the switch
     wants: str | None = None  # on a hold a gate imposed: the change it held back ("disable to off")
+    live: bool = False  # carried out without a restart (a new table pushed to the running pods)
+    cost: float | None = None  # what the gates priced the switch at, in seconds of fleet-wide TPOT
 
 
 def hold(code: Reason, reason: str, current: SpecConfig) -> Proposal:
     return Proposal(Action.HOLD, code, reason, current)
+
+
+def is_live(current: SpecConfig, target: SpecConfig, live_tables: bool) -> bool:
+    """Whether going from `current` to `target` is only a new batch-size→k table (no restart).
+
+    The pods start with the deployment's ceiling k, so any table within the policy's bounds fits the engine
+    as started; enabling, disabling, a fixed k and a change of method are restart-bound.
+    """
+    return live_tables and current.schedule is not None and target.schedule is not None
 
 
 def relative_gain(s_from: float, s_to: float) -> float:

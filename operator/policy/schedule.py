@@ -14,6 +14,8 @@ from specfleet.operator.policy.state import Schedule
 
 # Batch sizes the table is evaluated at; each row covers the sizes up to its own.
 BATCH_GRID = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+# Standard deviations above the fitted drafter tax a k=0 row is judged at.
+TAX_PESSIMISM = 1.0
 # Largest change of any a_i that leaves the table as it is.
 DRIFT_THRESHOLD = 0.05
 
@@ -23,17 +25,19 @@ def table_supported(enabled_by_policy: bool, data_parallel_size: int) -> bool:
 
 
 def render_schedule(predictor: Predictor, k_range: range, grid: Sequence[int] = BATCH_GRID) -> Schedule:
-    """(max_batch, k) rows, ascending: the best k at each grid size, 0 where no k beats a k=0 row.
+    """(max_batch, k) rows, ascending: the best k at each grid size, 0 only where a k=0 row surely wins.
 
     A k=0 row is not speculation off: the engine keeps running the drafter's pass (the drafter tax), so a
-    losing k≥1 still beats it as long as its speed-up exceeds the taxed one. Where every row loses to plain
-    decoding the cure is turning speculation off (a restart the decision core weighs), not a k=0 row.
+    losing k≥1 still beats it as long as its loss is below that tax. The tax is the fitted one, taken at its
+    pessimistic bound (TAX_PESSIMISM standard deviations up): the roofline under-prices it, and a k=0 row
+    that is wrong costs every busy step. Where every row loses to plain decoding the cure is turning
+    speculation off (a restart the decision core weighs), not a k=0 row.
     Neighbouring sizes with the same k merge into one row; the last row also covers larger batches.
     """
     rows: list[tuple[int, int]] = []
     for batch in grid:
         k, s = predictor.best(batch, k_range)
-        k = k if s > predictor.speedup(0, batch, drafter_loaded=True) else 0
+        k = 0 if predictor.drafter_tax(batch, pessimism=TAX_PESSIMISM) < 1.0 - s else k
         if rows and rows[-1][1] == k:
             rows[-1] = (batch, k)
         else:

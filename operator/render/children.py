@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 from specfleet.operator.api.constants import (
@@ -9,19 +10,39 @@ from specfleet.operator.api.constants import (
     ANNOTATION_SPEC_CONFIG,
     LABEL_CONFIG_HASH,
 )
+from specfleet.operator.api.quantity import GPU_RESOURCE
 from specfleet.operator.api.types import EnvVar, SpecDecodeDeploymentSpec, SpeculationState
 from specfleet.operator.render.engine import engine_config
 from specfleet.operator.render.labels import Owner, common_labels, object_meta, selector_labels
 from specfleet.runtime.engine_args import EngineConfig, canonical_json
 from specfleet.runtime.health import HEALTH_PORT, LIVE_PATH, READY_PATH
+from specfleet.runtime.table_control import DEFAULT_TOKEN_PATH, TOKEN_FILE_ENV
 
-GPU_RESOURCE = "nvidia.com/gpu"
 CACHE_DIR = "/cache"
 # Endpoints take a few seconds to drop a terminating pod: keep serving meanwhile, then drain.
 PRE_STOP_SLEEP_SECONDS = 5
 # The grace period also covers the pre-stop sleep and vLLM's own stop (up to 10 s after the drain).
 DRAIN_MARGIN_SECONDS = PRE_STOP_SLEEP_SECONDS + 10
 PROBE_PERIOD_SECONDS = 10
+# The per-fleet Secret whose token authenticates the operator's live-table changes on each pod's control port.
+CONTROL_TOKEN_KEY = "token"
+CONTROL_VOLUME = "control-token"
+CONTROL_MOUNT, _, CONTROL_FILE = DEFAULT_TOKEN_PATH.rpartition("/")
+
+
+def control_secret_name(fleet: str) -> str:
+    return f"{fleet}-specfleet-control"
+
+
+def render_control_secret(owner: Owner, token: str) -> dict[str, Any]:
+    """The fleet's control Secret; the caller brings the token (derived from the operator's control key)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": object_meta(owner, control_secret_name(owner.name)),
+        "data": {CONTROL_TOKEN_KEY: base64.b64encode(token.encode()).decode()},
+    }
 
 
 def render_children(owner: Owner, spec: SpecDecodeDeploymentSpec, state: SpeculationState) -> list[dict[str, Any]]:
@@ -51,13 +72,13 @@ def render_deployment(owner: Owner, spec: SpecDecodeDeploymentSpec, config: Engi
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
             "template": {
                 "metadata": {"labels": pod_labels, "annotations": dict(annotations)},
-                "spec": _pod_spec(spec, config, config_hash),
+                "spec": _pod_spec(owner, spec, config, config_hash),
             },
         },
     }
 
 
-def _pod_spec(spec: SpecDecodeDeploymentSpec, config: EngineConfig, config_hash: str) -> dict[str, Any]:
+def _pod_spec(owner: Owner, spec: SpecDecodeDeploymentSpec, config: EngineConfig, config_hash: str) -> dict[str, Any]:
     runtime = spec.runtime
     pod: dict[str, Any] = {
         "terminationGracePeriodSeconds": runtime.termination_grace_period_seconds,
@@ -73,6 +94,14 @@ def _pod_spec(spec: SpecDecodeDeploymentSpec, config: EngineConfig, config_hash:
             {"name": "shm", "emptyDir": {"medium": "Memory"}},
             {"name": "tmp", "emptyDir": {}},
             {"name": "cache", "emptyDir": {}},
+            {
+                "name": CONTROL_VOLUME,
+                "secret": {
+                    "secretName": control_secret_name(owner.name),
+                    "items": [{"key": CONTROL_TOKEN_KEY, "path": CONTROL_FILE}],
+                    "defaultMode": 0o440,
+                },
+            },
         ],
     }
     if runtime.node_selector:
@@ -114,6 +143,7 @@ def _engine_container(spec: SpecDecodeDeploymentSpec, config: EngineConfig, conf
             {"name": "shm", "mountPath": "/dev/shm"},
             {"name": "tmp", "mountPath": "/tmp"},
             {"name": "cache", "mountPath": CACHE_DIR},
+            {"name": CONTROL_VOLUME, "mountPath": CONTROL_MOUNT, "readOnly": True},
         ],
     }
 
@@ -126,6 +156,7 @@ def _env(spec: SpecDecodeDeploymentSpec, config_hash: str) -> list[dict[str, Any
         EnvVar(name="HF_HOME", value=f"{CACHE_DIR}/huggingface"),
         EnvVar(name="VLLM_CACHE_ROOT", value=f"{CACHE_DIR}/vllm"),
         EnvVar(name="VLLM_NO_USAGE_STATS", value="1"),
+        EnvVar(name=TOKEN_FILE_ENV, value=DEFAULT_TOKEN_PATH),
     ]
     managed_names = {var.name for var in managed}
     user = [var for var in spec.runtime.env if var.name not in managed_names]

@@ -38,16 +38,37 @@ def pinned_speculation(spec: SpecDecodeDeploymentSpec, current: SpeculationState
     return current
 
 
+def runs_live_table(state: SpeculationState) -> bool:
+    """Whether the pods take their batch-size→k table live (pushed by the operator), not from their arguments.
+
+    Every fleet whose configuration has a table does: the runtime's control endpoint swaps it inside the running
+    engine, so the table is no part of the restart-bound configuration (nor of its hash).
+    """
+    return state.enabled and bool(state.schedule)
+
+
+def covering_table(k: int) -> tuple[tuple[int, int], ...]:
+    """The start-up table of a live-table pod: k at batch 1, one less per running request, down to 0.
+
+    It names every k from 0 to the start-up k, because a live table may only use the k values the engine
+    started with (decode CUDA graphs are captured for those alone, see docs/images.md); the operator pushes
+    the table the policy chose as soon as the pod is Ready.
+    """
+    return tuple((batch, k - batch + 1) for batch in range(1, k + 2))
+
+
 def engine_config(spec: SpecDecodeDeploymentSpec, state: SpeculationState) -> EngineConfig:
-    """The pods' engine configuration; its hash labels the pods so signals never mix two configs."""
+    """The pods' engine configuration: only what needs a restart; its hash labels the pods so signals never mix
+    two configs. A live-table fleet starts at the deployment's ceiling k, so any table the policy renders fits."""
     speculative = None
     if state.enabled:
-        schedule = tuple((row.max_batch_size, row.k) for row in state.schedule) if state.schedule else None
+        live = runs_live_table(state)
+        k = spec.speculation.max_speculative_tokens if live else state.k or spec.speculation.num_speculative_tokens
         speculative = SpeculativeConfig(
             method=str(spec.speculation.method),
-            k=state.k or spec.speculation.num_speculative_tokens,
+            k=k,
             draft_model=spec.speculation.draft_model,
-            schedule=schedule,
+            schedule=covering_table(k) if live else None,
         )
     return EngineConfig(
         model=spec.model.name,

@@ -51,6 +51,17 @@ class ScrapeConfig:
     backoff_seconds: float = 0.2
 
 
+def _described(error: Exception) -> str:
+    """A fixed sentence: nothing the pod sent (status line, body, headers) is repeated."""
+    if isinstance(error, aiohttp.ClientResponseError):
+        return f"the pod answered HTTP {error.status}"
+    if isinstance(error, TimeoutError):
+        return "the pod did not answer in time"
+    if isinstance(error, ValueError):
+        return "the pod's metrics are not a Prometheus exposition"
+    return f"the scrape failed ({type(error).__name__})"
+
+
 class ScrapeReader:
     """Implements `SignalsReader` by scraping pods directly; keeps each pod's snapshots in the window."""
 
@@ -96,7 +107,7 @@ class ScrapeReader:
         for (namespace, pod), outcome in zip(pods, outcomes, strict=True):
             if isinstance(outcome, Exception):
                 log.warning("scraping %s/%s failed: %s", namespace, pod.name, type(outcome).__name__)
-                results[(namespace, pod.name)] = f"{pod.name}: {type(outcome).__name__}: {outcome}"[:200]
+                results[(namespace, pod.name)] = f"{pod.name}: {_described(outcome)}"
             else:
                 results[(namespace, pod.name)] = Snapshot(now, outcome)
         return results

@@ -1,9 +1,10 @@
 """PURE acceptance model: per-prompt-class profiles and per-request draws.
 
 A profile gives the unconditional acceptance a_i of draft position i (a_i = accepted_per_pos[i-1] / drafts) at
-temperature 0. EAGLE-family drafts are close to an iid-alpha chain (conditional acceptance a_i/a_{i-1} roughly
-flat with depth); n-gram is not: a low first position (is there a match at all?) and high conditionals once a
-match exists. Each request draws its own chain around the profile, which gives the per-request spread of L.
+temperature 0. EAGLE-family and draft-model drafts are close to an iid-alpha chain (conditional acceptance
+a_i/a_{i-1} roughly flat with depth); n-gram is not: a low first position (is there a match at all?) and high
+conditionals once a match exists. Each request draws its own chain around the profile, which gives the
+per-request spread of L.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def draw_requests(profile: AcceptanceProfile, n: int, rng: np.random.Generator) 
     sigma = profile.spread
     log_m = sigma * rng.standard_normal(n)[:, None] - sigma**2 / 2
     conditional = np.broadcast_to(_padded(profile.conditional), (n, MAX_POSITIONS))
-    if profile.family is DraftFamily.EAGLE:
+    if profile.family is not DraftFamily.NGRAM:
         depth = np.arange(MAX_POSITIONS)
         conditional = conditional * np.exp(log_m - sigma**2 * depth)
     else:

@@ -38,6 +38,8 @@ class FleetSpec:
     replicas: int
     max_batch: int = 1024  # vLLM's max_num_seqs default on 80+ GB GPUs; the KV cache usually binds first
     restart_seconds: float = 180.0  # a pod out of service for a config change (model load + warm-up)
+    # Roll with a surge pod (maxSurge 1, maxUnavailable 0): the old pod serves until its replacement is Ready.
+    surge: bool = False
     dt: float = 0.5
     interval: float = 30.0  # how often the controller runs
     model_name: str = "simulated"
@@ -72,7 +74,8 @@ class RunResult:
     e2e: FloatArray
     finish: FloatArray
     duration: float
-    restarts: int = 0
+    restarts: int = 0  # restart-bound changes (rolled pod by pod)
+    live_changes: int = 0  # batch-size table changes applied inside the running engines
     timeline: list[TimelinePoint] = field(default_factory=list)
     config_seconds: dict[str, float] = field(default_factory=dict)  # replica-seconds in each config
     prefill_seconds: float = 0.0  # engine time spent on prompt tokens, fleet-wide
@@ -152,78 +155,113 @@ ProgressFn = Callable[[float, float], None]
 
 
 class FleetSimulation:
-    """One run of a fleet against a request stream under a controller."""
+    """Runs of one fleet against one request stream, one run per controller.
+
+    Several controllers simulate several independent fleets side by side (every pod of every fleet in the
+    same arrays, each fleet routing its own copy of the requests): one pass over the trace serves all the
+    static baselines of an evaluation, which is where the simulator spends its time.
+    """
 
     def __init__(
         self,
         spec: FleetSpec,
         requests: Requests,
         classes: Sequence[PromptClass],
-        controller: Controller,
+        controller: Controller | Sequence[Controller],
         rng: np.random.Generator,
     ) -> None:
         self.spec = spec
         self.req = requests
         self.classes = list(classes)
-        self.controller = controller
+        self.controllers = list(controller) if isinstance(controller, Sequence) else [controller]
         self.rng = rng
-        self.target = controller.initial()
-        self.configs = [self.target] * spec.replicas
-        self.started = [0.0] * spec.replicas
-        self.counters = FleetCounters(spec.replicas, MAX_POSITIONS)
-        self.queues: list[deque[int]] = [deque() for _ in range(spec.replicas)]
-        self.slots = _Slots.empty(spec.replicas, min(spec.max_batch, 32))
-        self.prefill_backlog = np.zeros(spec.replicas)  # seconds of prompt processing not yet done
-        self.restarting: int | None = None
-        self.restart_until = 0.0
-        self.round_robin = 0
+        n_groups, per = len(self.controllers), spec.replicas
+        self.pods = n_groups * per
+        self.targets = [c.initial() for c in self.controllers]
+        self.configs = [self.targets[r // per] for r in range(self.pods)]
+        self.started = [0.0] * self.pods
+        # The k each pod's engine started with: its drafter, graphs and lookahead KV are sized for it.
+        self.startup_k = [c.k if c.enabled else 0 for c in self.configs]
+        self.counters = FleetCounters(self.pods, MAX_POSITIONS)
+        self.queues: list[deque[int]] = [deque() for _ in range(self.pods)]
+        self.slots = _Slots.empty(self.pods, min(spec.max_batch, 32))
+        self.prefill_backlog = np.zeros(self.pods)  # seconds of prompt processing not yet done
+        self.restarting: list[int | None] = [None] * n_groups  # the pod of each fleet now restarting
+        self.restart_until = [0.0] * n_groups
+        self.round_robin = [0] * n_groups
         self.next_arrival = 0
-        n = len(requests)
-        self.result = RunResult(
-            requests=requests,
-            ttft=np.full(n, np.nan),
-            tpot=np.full(n, np.nan),
-            e2e=np.full(n, np.nan),
-            finish=np.full(n, np.nan),
-            duration=0.0,
-        )
+        # Per fleet x request outcomes; each run's arrays are rows (views) of these.
+        self.outcomes = {name: np.full((n_groups, len(requests)), np.nan) for name in ("ttft", "tpot", "e2e", "finish")}
+        self.results = [
+            RunResult(requests=requests, duration=0.0, **{name: rows[g] for name, rows in self.outcomes.items()})
+            for g in range(n_groups)
+        ]
+        self.group_of = np.arange(self.pods) // per
+
+    @property
+    def result(self) -> RunResult:
+        """The run of the first (or only) controller."""
+        return self.results[0]
+
+    @property
+    def controller(self) -> Controller:
+        return self.controllers[0]
+
+    def _group(self, group: int) -> range:
+        return range(group * self.spec.replicas, (group + 1) * self.spec.replicas)
 
     # ------------------------------------------------------------------ pods and restarts
 
     def pod(self, replica: int) -> PodMetrics:
-        """What a scrape of the replica's pod reads now."""
+        """What a scrape of the pod reads now (`replica` counts across fleets: fleet g has g·replicas + i)."""
         self._gauges()  # gauges are read, not accumulated: computed when scraped
         config = self.configs[replica]
-        positions = config.k if config.enabled else 0
-        name, started = f"pod-{replica}", self.started[replica]
+        positions = self.startup_k[replica] if config.enabled else 0
+        name, started = f"pod-{replica % self.spec.replicas}", self.started[replica]
         return self.counters.pod(replica, name, config_hash(config), positions, started)
 
-    def _roll(self, now: float) -> None:
-        """Rolling restart, one replica at a time: out of service for restart_seconds, back on the target."""
-        if self.restarting is not None and now >= self.restart_until:
-            r = self.restarting
-            self.configs[r] = self.target
-            self.counters.reset(r)
-            self.started[r] = now
-            self.restarting = None
-        if self.restarting is None:
-            stale = [r for r in range(self.spec.replicas) if self.configs[r] != self.target]
-            if stale and self.spec.replicas > 0:
+    def live(self, replica: int, config: SpecConfig) -> bool:
+        """Whether the pod can switch to `config` without a restart: a new batch-size table within what its
+        engine started with (drafter loaded, the same method, k no higher than its startup k)."""
+        current = self.configs[replica]
+        return current.enabled and config.enabled and config.k <= self.startup_k[replica]
+
+    def _roll(self, now: float, group: int) -> None:
+        """Live where the change allows it; otherwise a rolling restart, one replica at a time: out of service
+        for restart_seconds, back on the target."""
+        target, restarting = self.targets[group], self.restarting[group]
+        if restarting is not None and now >= self.restart_until[group]:
+            self.configs[restarting] = target
+            self.startup_k[restarting] = target.k if target.enabled else 0
+            self.counters.reset(restarting)
+            self.started[restarting] = now
+            self.restarting[group] = restarting = None
+        for r in self._group(group):
+            if r != restarting and self.configs[r] != target and self.live(r, target):
+                self.configs[r] = target  # same process: counters and start time stay
+        if restarting is None:
+            stale = [r for r in self._group(group) if self.configs[r] != target]
+            if stale:
                 r = stale[0]
-                self.restarting, self.restart_until = r, now + self.spec.restart_seconds
-                # The pod stops taking traffic; what it has queued goes back to the router.
-                waiting, self.queues[r] = np.array(self.queues[r], np.int64), deque()
-                self._route(waiting)
+                self.restarting[group], self.restart_until[group] = r, now + self.spec.restart_seconds
+                if not self.spec.surge:
+                    # The pod stops taking traffic; what it has queued goes back to the router.
+                    waiting, self.queues[r] = np.array(self.queues[r], np.int64), deque()
+                    self._route(waiting, group)
 
-    def _in_service(self) -> list[int]:
-        replicas = [r for r in range(self.spec.replicas) if r != self.restarting]
-        return replicas or list(range(self.spec.replicas))
+    def _out(self, replica: int) -> bool:
+        """Out of service: restarting without a surge pod standing in for it."""
+        return replica == self.restarting[int(self.group_of[replica])] and not self.spec.surge
 
-    def _route(self, ids: IntArray) -> None:
-        """Round-robin over pods in service (a Kubernetes Service spreading connections)."""
-        targets = self._in_service()
-        pick = (self.round_robin + np.arange(len(ids))) % len(targets)
-        self.round_robin = (self.round_robin + len(ids)) % len(targets)
+    def _in_service(self, group: int) -> list[int]:
+        replicas = [r for r in self._group(group) if not self._out(r)]
+        return replicas or list(self._group(group))
+
+    def _route(self, ids: IntArray, group: int) -> None:
+        """Round-robin over the fleet's pods in service (a Kubernetes Service spreading connections)."""
+        targets = self._in_service(group)
+        pick = (self.round_robin[group] + np.arange(len(ids))) % len(targets)
+        self.round_robin[group] = (self.round_robin[group] + len(ids)) % len(targets)
         for index, r in enumerate(targets):
             self.queues[r].extend(ids[pick == index].tolist())
 
@@ -232,13 +270,13 @@ class FleetSimulation:
     def _admit(self, t: float) -> tuple[FloatArray, IntArray, IntArray]:
         """Fill free slots from each in-service pod's queue; prefill tokens per replica and the new slots."""
         s = self.slots
-        prefill = np.zeros(self.spec.replicas)
+        prefill = np.zeros(self.pods)
         rows: list[int] = []
         cols: list[int] = []
         ids: list[int] = []
-        for r in range(self.spec.replicas):
+        for r in range(self.pods):
             queue = self.queues[r]
-            if not queue or r == self.restarting:
+            if not queue or self._out(r):
                 continue
             free = np.flatnonzero(s.req[r] < 0)
             running = s.req.shape[1] - len(free)
@@ -322,7 +360,8 @@ class FleetSimulation:
         self.prefill_backlog += prefill * spec.perf.target.per_token_s
         prefill_s = np.minimum(self.prefill_backlog, 0.9 * dt)
         self.prefill_backlog -= prefill_s
-        self.result.prefill_seconds += float(prefill_s.sum())
+        for group, seconds in enumerate(np.bincount(self.group_of, weights=prefill_s, minlength=len(self.results))):
+            self.results[group].prefill_seconds += float(seconds)
         z = self.rng.standard_normal(frac.shape)
         # Two passes: the second sizes each batch by the time its members were really in it (the ones that
         # finish mid-chunk leave early), so the step time does not depend on the chunk length.
@@ -345,7 +384,7 @@ class FleetSimulation:
         first = t + (1 - s.frac[new_r, new_c]) * self.spec.dt + step[new_r] + own_prefill
         s.first_token[new_r, new_c] = first
         ttft = first - self.req.arrival[req]
-        self.result.ttft[req] = ttft
+        self._write(new_r, req, "ttft", ttft)
         self.counters.observe(TTFT, new_r, ttft)
 
     def _gauges(self) -> None:
@@ -380,7 +419,11 @@ class FleetSimulation:
         scale = np.where(drafting, accepted_total / expected_total, 0.0)
         drafted = np.arange(MAX_POSITIONS)[None, :] < k[:, None]
         self.counters.per_pos += np.einsum("rs,rsp->rp", steps, self.slots.chain) * drafted * scale[:, None]
-        self.counters.observe(ITL, np.arange(self.spec.replicas), step, rounds)
+        self.counters.observe(ITL, np.arange(self.pods), step, rounds)
+
+    def _write(self, rows: IntArray, req: IntArray, name: str, values: FloatArray) -> None:
+        """Per-request outcomes into the run of each row's fleet."""
+        self.outcomes[name][self.group_of[rows], req] = values
 
     def _finish(self, t: float, done: NDArray[np.bool_], share: FloatArray, frac: FloatArray) -> None:
         s, dt = self.slots, self.spec.dt
@@ -392,9 +435,9 @@ class FleetSimulation:
         s.free_at[r_idx, c_idx] = finish
         tpot = (finish - s.first_token[r_idx, c_idx]) / np.maximum(self.req.output[req] - 1, 1)
         e2e = finish - self.req.arrival[req]
-        res = self.result
-        res.finish[req], res.tpot[req], res.e2e[req] = finish, tpot, e2e
-        self.counters.values["success"] += np.bincount(r_idx, minlength=self.spec.replicas)
+        for name, values in (("finish", finish), ("tpot", tpot), ("e2e", e2e)):
+            self._write(r_idx, req, name, values)
+        self.counters.values["success"] += np.bincount(r_idx, minlength=self.pods)
         self.counters.observe(TPOT, r_idx, tpot)
         self.counters.observe(E2E, r_idx, e2e)
         s.req[r_idx, c_idx] = -1
@@ -404,38 +447,48 @@ class FleetSimulation:
     def _arrivals(self, t_end: float) -> None:
         hi = int(np.searchsorted(self.req.arrival, t_end, side="left"))
         if hi > self.next_arrival:
-            self._route(np.arange(self.next_arrival, hi))
+            for group in range(len(self.results)):
+                self._route(np.arange(self.next_arrival, hi), group)
             self.next_arrival = hi
 
-    def _control(self, now: float, since: float, arrived_before: int) -> None:
-        ready = [r != self.restarting for r in range(self.spec.replicas)]
-        pods = [self.pod(r) for r in range(self.spec.replicas)]
-        wanted = self.controller.observe(now, pods, ready, self.target)
-        if wanted != self.target:
-            self.target = wanted
-            self.result.restarts += 1
-        running = float((self.slots.req >= 0).sum()) / max(self.spec.replicas, 1)
+    def _control(self, now: float, since: float, arrived_before: int, group: int) -> None:
+        pods = self._group(group)
+        ready = [not self._out(r) for r in pods]
+        wanted = self.controllers[group].observe(now, [self.pod(r) for r in pods], ready, self.targets[group])
+        result = self.results[group]
+        if wanted != self.targets[group]:
+            if all(self.live(r, wanted) for r in pods if r != self.restarting[group]):
+                result.live_changes += 1
+            else:
+                result.restarts += 1
+            self.targets[group] = wanted
+        running = float((self.slots.req[pods.start : pods.stop] >= 0).sum()) / max(self.spec.replicas, 1)
         qps = (self.next_arrival - arrived_before) / max(now - since, 1e-9)
-        self.result.timeline.append(TimelinePoint(now, label(self.target), qps, running, sum(ready)))
+        result.timeline.append(TimelinePoint(now, label(wanted), qps, running, sum(ready)))
 
     def run(self, duration: float, progress: ProgressFn | None = None) -> RunResult:
+        """Simulate `duration` seconds; every fleet's run is in `results`, the first one is returned."""
         spec = self.spec
         chunks = int(np.ceil(duration / spec.dt))
         per_interval = max(round(spec.interval / spec.dt), 1)
-        seconds = self.result.config_seconds
+        groups = range(len(self.results))
         since, arrived_before = 0.0, 0
         for i in range(chunks):
             t = i * spec.dt
-            self._roll(t)
+            for group in groups:
+                self._roll(t, group)
             self._arrivals(t + spec.dt)
             self._chunk(t)
             for r, config in enumerate(self.configs):
-                name = RESTARTING if r == self.restarting else label(config)
+                seconds = self.results[int(self.group_of[r])].config_seconds
+                name = RESTARTING if self._out(r) else label(config)
                 seconds[name] = seconds.get(name, 0.0) + spec.dt
             if (i + 1) % per_interval == 0:
-                self._control(t + spec.dt, since, arrived_before)
+                for group in groups:
+                    self._control(t + spec.dt, since, arrived_before, group)
                 since, arrived_before = t + spec.dt, self.next_arrival
                 if progress is not None:
                     progress(t + spec.dt, duration)
-        self.result.duration = chunks * spec.dt
+        for result in self.results:
+            result.duration = chunks * spec.dt
         return self.result

@@ -1,8 +1,9 @@
 """PURE prompt classes and request generation: who asks what, how long, and how well the draft guesses it.
 
-Class profiles marked "measured" come from calibration.md; the others are assumptions of this simulator
-(documented in docs/simulator.md) chosen to span the regimes the policy has to handle: code accepts well,
-French chat (a language the draft was not trained on) and high-temperature prompts accept poorly.
+Class profiles marked "measured" come from SpecDecode-Bench's vLLM traces (arXiv:2601.11580); the others are
+assumptions of this simulator (documented in docs/simulator.md) chosen to span the regimes the policy has to
+handle: code accepts well, French chat (a language the draft was not trained on) and high-temperature prompts
+accept poorly.
 """
 
 from __future__ import annotations
@@ -44,15 +45,20 @@ class PromptClass:
     name: str
     eagle: AcceptanceProfile
     ngram: AcceptanceProfile
+    draft: AcceptanceProfile  # a separate small LM of the target's family (Qwen3-0.6B, Llama-3.2-1B)
     prompt: LogNormalLength
     output: LogNormalLength
 
     def profile(self, family: DraftFamily) -> AcceptanceProfile:
-        return self.eagle if family is DraftFamily.EAGLE else self.ngram
+        return {DraftFamily.EAGLE: self.eagle, DraftFamily.DRAFT_MODEL: self.draft}.get(family, self.ngram)
 
 
 def _eagle(*a: float, temperature: float = 0.0) -> AcceptanceProfile:
     return AcceptanceProfile(DraftFamily.EAGLE, a, temperature=temperature, spread=0.11)
+
+
+def _draft(*a: float, temperature: float = 0.0) -> AcceptanceProfile:
+    return AcceptanceProfile(DraftFamily.DRAFT_MODEL, a, temperature=temperature, spread=0.11)
 
 
 def _ngram(*a: float, temperature: float = 0.0) -> AcceptanceProfile:
@@ -63,9 +69,10 @@ def _ngram(*a: float, temperature: float = 0.0) -> AcceptanceProfile:
 # 2.58 at k=7), so every k reproduces its measured L. Context lengths: multi-turn ShareGPT conversations carry
 # ~1.5k tokens of context while decoding, GSM8K a short question and a worked answer.
 SHAREGPT = PromptClass(
-    name="sharegpt",  # measured (calibration.md)
+    name="sharegpt",  # measured (SpecDecode-Bench ShareGPT traces)
     eagle=_eagle(0.66, 0.38, 0.21, 0.14, 0.09, 0.055, 0.045),
     ngram=_ngram(0.16, 0.13, 0.11),
+    draft=_draft(0.74, 0.53, 0.37, 0.26, 0.18),
     prompt=LogNormalLength(mean=1300, sigma=0.8, maximum=6000),
     output=LogNormalLength(mean=300, sigma=0.7, maximum=2048),
 )
@@ -73,6 +80,7 @@ GSM8K = PromptClass(
     name="gsm8k",  # measured EAGLE; n-gram assumed between ShareGPT and code
     eagle=_eagle(0.67, 0.44, 0.28),
     ngram=_ngram(0.25, 0.21, 0.18),
+    draft=_draft(0.78, 0.60, 0.45, 0.34, 0.25),
     prompt=LogNormalLength(mean=120, sigma=0.4, maximum=1024),
     output=LogNormalLength(mean=180, sigma=0.4, maximum=1024),
 )
@@ -80,6 +88,7 @@ CODE_EN = PromptClass(
     name="code-en",  # assumed EAGLE (code is predictable); measured n-gram on code
     eagle=_eagle(0.76, 0.53, 0.37, 0.26, 0.18, 0.13, 0.09),
     ngram=_ngram(0.37, 0.34, 0.31),
+    draft=_draft(0.80, 0.62, 0.48, 0.37, 0.28),
     prompt=LogNormalLength(mean=1200, sigma=0.7, maximum=8000),
     output=LogNormalLength(mean=350, sigma=0.6, maximum=2048),
 )
@@ -87,6 +96,7 @@ CHAT_FR = PromptClass(
     name="chat-fr",  # assumed: a draft trained on English text, sampled at temperature 0.8
     eagle=_eagle(0.42, 0.17, 0.07, 0.03, 0.012, temperature=0.8),
     ngram=_ngram(0.10, 0.08, 0.065, temperature=0.8),
+    draft=_draft(0.55, 0.30, 0.16, 0.08, 0.04, temperature=0.8),
     prompt=LogNormalLength(mean=500, sigma=0.7, maximum=4000),
     output=LogNormalLength(mean=400, sigma=0.6, maximum=2048),
 )
@@ -94,10 +104,19 @@ CREATIVE = PromptClass(
     name="creative",  # assumed: ShareGPT-like chains sampled at temperature 1
     eagle=_eagle(0.66, 0.38, 0.21, 0.14, 0.09, 0.055, 0.045, temperature=1.0),
     ngram=_ngram(0.12, 0.09, 0.07, temperature=1.0),
+    draft=_draft(0.74, 0.53, 0.37, 0.26, 0.18, temperature=1.0),
     prompt=LogNormalLength(mean=300, sigma=0.7, maximum=4000),
     output=LogNormalLength(mean=600, sigma=0.5, maximum=2048),
 )
-CLASSES: dict[str, PromptClass] = {c.name: c for c in (SHAREGPT, GSM8K, CODE_EN, CHAT_FR, CREATIVE)}
+INSTRUCTCODER = PromptClass(
+    name="instructcoder",  # EAGLE as code-en (assumed); an edit instruction and a code snippet: short context
+    eagle=CODE_EN.eagle,
+    ngram=CODE_EN.ngram,
+    draft=CODE_EN.draft,
+    prompt=LogNormalLength(mean=400, sigma=0.6, maximum=4000),
+    output=LogNormalLength(mean=450, sigma=0.6, maximum=2048),
+)
+CLASSES: dict[str, PromptClass] = {c.name: c for c in (SHAREGPT, GSM8K, CODE_EN, CHAT_FR, CREATIVE, INSTRUCTCODER)}
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from specfleet.operator.api.types import Decision as DecisionRecord
 from specfleet.operator.api.types import (
@@ -70,6 +71,14 @@ def _repeats(last: DecisionRecord | None, record: DecisionRecord) -> bool:
     return (last.reason.split(":")[0], last.k, last.wants) == (record.reason.split(":")[0], record.k, record.wants)
 
 
+def stale_note(kept: Signals | None, now: str) -> str:
+    """The age of the signals status still shows while no new ones can be read, so nobody takes them as live."""
+    if kept is None or kept.observed_at is None:
+        return ""
+    age = datetime.fromisoformat(now) - datetime.fromisoformat(kept.observed_at)
+    return f"; status.signals are stale: {max(0, round(age.total_seconds()))} s old (observed {kept.observed_at})"
+
+
 def fold_evaluation(
     previous: SpecDecodeDeploymentStatus,
     signals: Signals | Unavailable,
@@ -82,8 +91,9 @@ def fold_evaluation(
     status = previous.model_copy(update={"policy_state": decision.state.to_dict()})
     events: list[Note] = []
     if isinstance(signals, Unavailable):
+        message = signals.message + stale_note(previous.signals, now)
         conditions = set_condition(
-            status.conditions, METRICS_AVAILABLE, False, signals.reason, signals.message, now, generation
+            status.conditions, METRICS_AVAILABLE, False, signals.reason, message, now, generation
         )
     else:
         status = status.model_copy(update={"signals": signals})

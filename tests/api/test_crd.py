@@ -3,6 +3,9 @@ from __future__ import annotations
 from typing import Any
 
 from specfleet.operator.api.crdgen import all_crds, spec_decode_deployment_crd
+from specfleet.operator.api.extra_args import EXTRA_ARG_SYNTAX_MESSAGE, MANAGED_FLAGS_MESSAGE
+from specfleet.operator.api.quantity import QUANTITY_PATTERN
+from specfleet.operator.api.types import MAX_RESOURCES, PORT_COLLIDES
 from specfleet.operator.cli import main, render_crd_files
 from tests.examples import ROOT
 
@@ -31,7 +34,9 @@ def test_schemas_are_structural_and_described() -> None:
         root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
         for path, node in _walk(root["properties"]["spec"], ".spec"):
             assert "description" in node or path.endswith("[]") or path.endswith("}"), f"{path} lacks a description"
-            assert "type" in node or node.get("x-kubernetes-preserve-unknown-fields"), f"{path} has no type"
+            untyped = node.get("x-kubernetes-preserve-unknown-fields") or node.get("x-kubernetes-int-or-string")
+            assert "type" in node or untyped, f"{path} has no type"
+            assert not ("type" in node and node.get("x-kubernetes-int-or-string")), f"{path}: int-or-string is untyped"
             assert not {"$ref", "anyOf", "title"} & set(node), path
             assert not ("properties" in node and "additionalProperties" in node), path
 
@@ -57,4 +62,17 @@ def test_cel_rules_reach_the_schema() -> None:
     rules = [rule["message"] for rule in speculation["x-kubernetes-validations"]]
     assert any("draftModel is required" in message for message in rules)
     runtime = root["properties"]["spec"]["properties"]["runtime"]
-    assert "extraArgs may not set" in runtime["x-kubernetes-validations"][0]["message"]
+    item_rules = runtime["properties"]["extraArgs"]["items"]["x-kubernetes-validations"]
+    assert [rule["message"] for rule in item_rules] == [EXTRA_ARG_SYNTAX_MESSAGE, MANAGED_FLAGS_MESSAGE]
+    assert {"rule": "self.port != 8081", "message": PORT_COLLIDES} in runtime["x-kubernetes-validations"]
+
+
+def test_quantities_are_int_or_string_with_the_kubernetes_grammar() -> None:
+    root = spec_decode_deployment_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    resources = root["properties"]["spec"]["properties"]["runtime"]["properties"]["resources"]["properties"]
+    for kind in ("requests", "limits"):
+        value = resources[kind]["additionalProperties"]
+        assert value["x-kubernetes-int-or-string"] is True
+        assert value["pattern"] == QUANTITY_PATTERN
+        assert value["minimum"] == 0
+        assert resources[kind]["maxProperties"] == MAX_RESOURCES

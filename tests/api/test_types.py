@@ -39,28 +39,6 @@ def test_defaults_are_documented_values() -> None:
     assert spec.model.tensor_parallel_size == 1
 
 
-@pytest.mark.parametrize(
-    "arg",
-    [
-        "--model=x",
-        "--speculative-config",
-        "--speculative_config={}",
-        "-tp",
-        "--port=9000",
-        "--tensor-parallel-size=2",
-    ],
-)
-def test_extra_args_may_not_override_managed_flags(arg: str) -> None:
-    with pytest.raises(InvalidSpecError, match="extraArgs may not set"):
-        parse_spec({"model": {"name": "m"}, "speculation": {"method": "ngram"}, "runtime": {"extraArgs": [arg]}})
-
-
-@pytest.mark.parametrize("arg", ["--max-num-seqs=8", "--enable-prefix-caching", "--models-dir", "--portal"])
-def test_other_extra_args_pass(arg: str) -> None:
-    spec = parse_spec({"model": {"name": "m"}, "speculation": {"method": "ngram"}, "runtime": {"extraArgs": [arg]}})
-    assert spec.runtime.extra_args == [arg]
-
-
 def test_error_names_every_wrong_field() -> None:
     with pytest.raises(InvalidSpecError) as caught:
         parse_spec({"replicas": -2, "model": {"name": ""}, "bogus": 1})

@@ -149,7 +149,8 @@ def test_namespaced_mode_uses_roles_and_peerings_in_each_namespace() -> None:
     assert of_kind(manifests, "ClusterKopfPeering") == []
     assert sorted(doc["metadata"]["namespace"] for doc in of_kind(manifests, "KopfPeering")) == sorted(watched)
     for kind in ("Role", "RoleBinding"):
-        assert sorted(doc["metadata"]["namespace"] for doc in of_kind(manifests, kind)) == sorted(watched)
+        # One per watched namespace, and the release namespace's for the Prometheus sources' Secrets.
+        assert sorted(doc["metadata"]["namespace"] for doc in of_kind(manifests, kind)) == sorted([*watched, NAMESPACE])
     cluster_resources = {resource for rule in one(manifests, "ClusterRole")["rules"] for resource in rule["resources"]}
     assert "specdecodedeployments" not in cluster_resources
     for binding in [*of_kind(manifests, "RoleBinding"), *of_kind(manifests, "ClusterRoleBinding")]:
@@ -160,8 +161,11 @@ def test_namespaced_mode_uses_roles_and_peerings_in_each_namespace() -> None:
 
 def test_cluster_mode_binds_one_cluster_role() -> None:
     manifests = render()
-    assert of_kind(manifests, "Role") == []
-    assert of_kind(manifests, "RoleBinding") == []
+    # The only Role: reading Secrets in the release namespace (the Prometheus sources' credentials).
+    assert [(r["metadata"]["namespace"], r["rules"]) for r in of_kind(manifests, "Role")] == [
+        (NAMESPACE, [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}])
+    ]
+    assert [b["roleRef"]["name"] for b in of_kind(manifests, "RoleBinding")] == [f"{RELEASE}-specfleet-secrets"]
     binding = one(manifests, "ClusterRoleBinding")
     assert binding["roleRef"]["name"] == one(manifests, "ClusterRole")["metadata"]["name"]
     assert binding["subjects"][0]["name"] == one(manifests, "ServiceAccount")["metadata"]["name"]
@@ -170,13 +174,14 @@ def test_cluster_mode_binds_one_cluster_role() -> None:
     )
 
 
-def test_secrets_are_readable_only_when_asked() -> None:
+def test_secrets_are_readable_cluster_wide_only_when_asked() -> None:
     def reads_secrets(sets: tuple[str, ...]) -> bool:
         rules = one(render(sets=sets), "ClusterRole")["rules"]
-        return any("secrets" in rule["resources"] for rule in rules)
+        # Applying the fleets' control Secrets (create, patch) is not reading any.
+        return any("secrets" in rule["resources"] and "get" in rule["verbs"] for rule in rules)
 
-    assert reads_secrets(())
-    assert not reads_secrets(("rbac.readSecrets=false",))
+    assert not reads_secrets(())  # the operator's own namespace only (tests/chart/test_rbac.py)
+    assert reads_secrets(("rbac.readTenantSecrets=true",))
 
 
 @pytest.mark.parametrize("value_set", ["all-enabled", "namespaced"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import pathlib
 from typing import Any
 
@@ -12,14 +13,17 @@ import pytest
 from specfleet.operator.config import config_from
 from specfleet.operator.emulator import EmulatorServer, RecordedRequest
 from specfleet.operator.runner import BackgroundOperator
-from tests.chart.helm import of_kind, one, render
+from specfleet.operator.signals.sources import SecretRef, parse_sources
+from tests.chart.helm import NAMESPACE, of_kind, one, render
 from tests.chart.rbac import (
     Grant,
     Need,
     assert_rbac_covers,
     excess,
+    grants_of,
     need_of,
     needs_of,
+    permits,
     scoped_rules,
     uncovered,
 )
@@ -28,10 +32,21 @@ from tests.fixtures.operator import in_namespace, wait_for
 
 # Grants the end-to-end run cannot exercise, and why each stays.
 UNEXERCISED = {
-    Grant("get", "", "secrets"): "Prometheus bearer tokens (spec.prometheus.bearerTokenSecretRef); no example uses one",
+    Grant("get", "", "secrets"): "named Prometheus sources' tokens, in the operator's namespace; no example uses one",
     Grant("get", "", "pods"): "direct scraping of engine pods when no Prometheus is set; the emulator runs no pods",
     Grant("list", "", "pods"): "direct scraping of engine pods when no Prometheus is set; the emulator runs no pods",
     Grant("watch", "", "pods"): "direct scraping of engine pods when no Prometheus is set; the emulator runs no pods",
+    **{
+        Grant("create", group, resource): "children are applied with Server-Side Apply: the request is a PATCH, "
+        "and the API server also authorizes one that creates the object as create"
+        for group, resource in (
+            ("apps", "deployments"),
+            ("", "services"),
+            ("policy", "poddisruptionbudgets"),
+            ("", "secrets"),  # the fleets' control Secrets
+        )
+    },
+    Grant("delete", "", "pods"): "a pod that keeps refusing its live table is restarted; the emulator runs no pods",
     Grant("get", "specfleet.dev", "speculationpolicies"): "policyRef resolution by the policy loop",
     Grant("list", "specfleet.dev", "speculationpolicies"): "policyRef resolution by the policy loop",
     Grant("watch", "specfleet.dev", "speculationpolicies"): "policyRef resolution by the policy loop",
@@ -176,3 +191,49 @@ def test_rendered_roles_grant_exactly_what_the_operator_does(
         "poddisruptionbudgets",
     }
     assert_rbac_covers(requests, scoped_rules(manifests), UNEXERCISED)
+
+
+def _secret_scopes(manifests: list[dict[str, Any]]) -> set[str | None]:
+    """Where the rendered roles let the operator read Secrets (None: every namespace)."""
+    return {
+        scope
+        for scope, rules in scoped_rules(manifests).items()
+        if any(permits(grant, Need("get", "", "secrets", scope)) for grant in grants_of(rules))
+    }
+
+
+@pytest.mark.parametrize("mode", [(), ("operator.watchNamespaces={team-a,team-b}",)])
+def test_secrets_are_read_only_in_the_operators_namespace_unless_the_admin_opts_in(mode: tuple[str, ...]) -> None:
+    assert _secret_scopes(render(sets=mode)) == {NAMESPACE}
+    assert _secret_scopes(render(sets=(*mode, "rbac.readSecrets=false"))) == set()
+    tenants = {None} if not mode else {"team-a", "team-b"}
+    assert _secret_scopes(render(sets=(*mode, "rbac.readTenantSecrets=true"))) == {NAMESPACE, *tenants}
+
+
+def test_the_sources_the_chart_mounts_are_what_the_operator_parses(tmp_path: pathlib.Path) -> None:
+    values = tmp_path / "sources.yaml"
+    sources = [
+        {"name": "platform", "url": "https://prometheus.monitoring.svc:9090", "timeoutSeconds": 5,
+         "bearerTokenSecretRef": {"name": "prometheus-token", "key": "token"}},
+        {"name": "team-b", "url": "http://prometheus.team-b.svc:9090", "maxConcurrency": 4},
+    ]  # fmt: skip
+    values.write_text(
+        json.dumps({"prometheus": {"sources": sources, "inline": {"enabled": True, "allow": ["10.0.0.0/8"]}}})
+    )
+    manifests = render(files=[values])
+    (config_map,) = [m for m in of_kind(manifests, "ConfigMap") if m["metadata"]["name"].endswith("prometheus-sources")]
+    (container,) = one(manifests, "Deployment")["spec"]["template"]["spec"]["containers"]
+    env = {var["name"]: var.get("value") for var in container["env"]}
+    config = config_from({k: v for k, v in env.items() if v is not None})
+    mount = next(m for m in container["volumeMounts"] if m["name"] == "prometheus-sources")
+    assert config.prometheus_sources == f"{mount['mountPath']}/prometheus-sources.yaml"
+    assert (config.allow_inline_prometheus, config.inline_prometheus_allow) == (True, ("10.0.0.0/8",))
+    parsed = parse_sources(config_map["data"]["prometheus-sources.yaml"], NAMESPACE)
+    assert parsed["platform"].token == SecretRef(NAMESPACE, "prometheus-token", "token")
+    assert (parsed["platform"].timeout_seconds, parsed["team-b"].max_concurrency) == (5, 4)
+    assert not config_from({k: v for k, v in _default_env().items() if v is not None}).allow_inline_prometheus
+
+
+def _default_env() -> dict[str, str | None]:
+    (container,) = one(render(), "Deployment")["spec"]["template"]["spec"]["containers"]
+    return {var["name"]: var.get("value") for var in container["env"]}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import pathlib
+import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -13,8 +15,10 @@ import pytest
 
 from specfleet.operator.emulator import EmulatorServer
 from tests.emulator.widgets import widget_crd
+from tests.fixtures.deps import require_binary
 
 Http = Callable[..., tuple[int, Any]]
+Kubectl = Callable[..., str]
 _counter = itertools.count()
 
 
@@ -57,3 +61,24 @@ def widgets(emulator: EmulatorServer, ns: str) -> str:
     """The Widget CRD installed; the base path of widgets in this test's namespace."""
     emulator.apply(widget_crd())
     return f"/apis/test.dev/v1/namespaces/{ns}/widgets"
+
+
+@pytest.fixture
+def kubectl(kubeconfig: pathlib.Path, tmp_path: pathlib.Path, ns: str) -> Kubectl:
+    """The real kubectl in this test's namespace; fails the test on a non-zero exit (stderr in the message)."""
+    binary = require_binary("kubectl")
+
+    def run(*args: str) -> str:
+        command = [binary, f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp_path / 'cache'}", "-n", ns, *args]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    return run
+
+
+def kubectl_fails(kubectl: Kubectl, *args: str) -> str:
+    """kubectl's stderr for a command that must fail."""
+    with pytest.raises(AssertionError) as failed:
+        kubectl(*args)
+    return str(failed.value)

@@ -5,31 +5,17 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
-from collections.abc import Callable
 
 import pytest
 import yaml
 
 from specfleet.operator.api.types import SpecDecodeDeploymentSpec, SpeculationSpec
 from specfleet.operator.emulator import EmulatorServer
+from tests.emulator.conftest import Kubectl, kubectl_fails
 from tests.emulator.widgets import widget, widget_crd
 from tests.fixtures.deps import require_binary
 
-Kubectl = Callable[..., str]
 CRDS = pathlib.Path(__file__).parents[2] / "crds"
-
-
-@pytest.fixture
-def kubectl(kubeconfig: pathlib.Path, tmp_path: pathlib.Path, ns: str) -> Kubectl:
-    binary = require_binary("kubectl")
-
-    def run(*args: str) -> str:
-        command = [binary, f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp_path / 'cache'}", "-n", ns, *args]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    return run
 
 
 @pytest.fixture
@@ -119,25 +105,19 @@ def test_unknown_fields_are_refused_by_default_and_pruned_without_validation(
     does not declare fails the create and the update and changes nothing; `--validate=false` prunes it."""
     typo = tmp_path / "typo.yaml"
     typo.write_text(yaml.safe_dump(widget("kw", replicas=2, replcas=3)))
-    refused = _kubectl_fails(kubectl, "apply", "-f", str(typo))
+    refused = kubectl_fails(kubectl, "apply", "-f", str(typo))
     assert 'strict decoding error: unknown field "spec.replcas"' in refused
     assert emulator.get("test.dev/v1", "widgets", "kw", ns) is None
     kubectl("apply", "-f", str(manifests))
     stored = emulator.get("test.dev/v1", "widgets", "kw", ns)
     assert stored is not None
-    refused = _kubectl_fails(kubectl, "apply", "-f", str(typo))  # now a patch of the existing widget
+    refused = kubectl_fails(kubectl, "apply", "-f", str(typo))  # now a patch of the existing widget
     assert 'unknown field "spec.replcas"' in refused
     assert emulator.get("test.dev/v1", "widgets", "kw", ns) == stored
     kubectl("apply", "--validate=false", "-f", str(typo))
     pruned = emulator.get("test.dev/v1", "widgets", "kw", ns)
     assert pruned is not None
     assert "replcas" not in pruned["spec"]
-
-
-def _kubectl_fails(kubectl: Kubectl, *args: str) -> str:
-    with pytest.raises(AssertionError) as failed:
-        kubectl(*args)
-    return str(failed.value)
 
 
 def test_explain_shows_the_generated_crd_descriptions(kubectl: Kubectl) -> None:

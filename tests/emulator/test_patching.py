@@ -1,4 +1,4 @@
-"""Patch formats: merge, strategic (keyed lists), JSON patch (with `test`), server-side apply."""
+"""Patch formats: merge, strategic (keyed lists), JSON patch (with `test`); server-side apply is in test_apply.py."""
 
 from __future__ import annotations
 
@@ -70,16 +70,3 @@ def test_json_patch_over_http_guards_with_resource_version(http: Http, widgets: 
 def test_unknown_patch_type_is_415(http: Http, widgets: str) -> None:
     http("POST", widgets, widget("pt"))
     assert http("PATCH", f"{widgets}/pt", {"spec": {}}, content_type="text/plain")[0] == 415
-
-
-def test_server_side_apply_creates_then_merges(http: Http, widgets: str) -> None:
-    body = widget("ssa", mode="On")
-    code, created = http("PATCH", f"{widgets}/ssa?fieldManager=t", body, content_type="application/apply-patch+yaml")
-    assert code == 201
-    assert created["spec"]["mode"] == "On"
-    yaml_body = b"spec:\n  replicas: 3\n"
-    code, merged = http(
-        "PATCH", f"{widgets}/ssa?fieldManager=t", yaml_body, content_type="application/apply-patch+yaml"
-    )
-    assert code == 200
-    assert merged["spec"] == {"replicas": 3, "mode": "On"}

@@ -144,7 +144,7 @@ def test_irrelevant_change_patches_nothing(
     _create(api_client, in_namespace(load(EXAMPLES / "code-assistant-ngram.yaml"), namespace))
     wait_for(lambda: _observed(emulator, namespace, "code-assistant"), what="the first reconcile")
     writes_before = _child_writes(emulator, namespace)
-    assert sorted(w.split()[0] for w in writes_before) == ["create", "create", "create"]
+    assert sorted(w.split()[0] for w in writes_before) == ["patch", "patch", "patch"]  # applied, which creates
     # A policy tweak and a label change do not touch what runs in the pods.
     _patch_spec(
         api_client,
@@ -224,12 +224,7 @@ def test_restart_mid_way_converges_without_duplicates(
     with BackgroundOperator(operator_config(kubeconfig)):
         wait_for(lambda: _observed(emulator, namespace, "code-assistant"), what="resume of the first")
         wait_for(lambda: _observed(emulator, namespace, "llama-8b"), what="the second")
-    deployments = [
-        r.body["metadata"]["name"]
-        for r in emulator.requests
-        if r.namespace == namespace and r.resource == "deployments" and r.verb == "create"
-    ]
-    assert sorted(deployments) == ["code-assistant", "llama-8b"]
+    assert sorted(emulator.created("deployments", namespace)) == ["code-assistant", "llama-8b"]
     args = _args(_deployment(emulator, namespace, "code-assistant") or {})
     assert json.loads(args[args.index("--speculative-config") + 1])["num_speculative_tokens"] == 6
 

@@ -1,4 +1,4 @@
-"""The signals hub: fleets naming many Prometheus sources share one bounded pool of query threads."""
+"""The signals hub: each Prometheus source is a bulkhead; deleted fleets' queries are cancelled; idle readers go."""
 
 from __future__ import annotations
 
@@ -9,36 +9,95 @@ import time
 import kubernetes.client
 
 from specfleet.operator.config import OperatorConfig
-from specfleet.operator.handlers.signals_hub import PROMETHEUS_THREADS, SignalsHub, Source, Watched
+from specfleet.operator.handlers.signals_hub import SignalsHub, Watched
 from specfleet.operator.kubeapi import KubeApi
-from specfleet.operator.signals.model import FleetTarget, SignalsResult
+from specfleet.operator.signals.model import FleetTarget, Unavailable
+from specfleet.operator.signals.sources import Catalog, Source
 from tests.fixtures.stand_in import Stub, serve
 
 EMPTY = b'{"status": "success", "data": {"resultType": "vector", "result": []}}'
-SOURCES = 5
 
 
-def _query_threads() -> int:
-    return sum(1 for thread in threading.enumerate() if thread.name.startswith("prometheus"))
+class Held:
+    """A stand-in answer that holds each query `seconds`, counting how many it holds at once."""
 
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.now, self.peak = seconds, 0, 0
+        self._lock = threading.Lock()
 
-async def _read_every_source(hub: SignalsHub, url: str) -> list[SignalsResult]:
-    fleets = [
-        Watched(FleetTarget("ns", f"fleet-{i}", "h"), Source(f"{url}/prometheus-{i}", timeout_seconds=5), 60)
-        for i in range(SOURCES)
-    ]
-    return list(await asyncio.gather(*(hub.read(fleet, lambda: fleets) for fleet in fleets)))
-
-
-async def test_many_sources_share_one_bounded_pool_of_query_threads() -> None:
-    def slow(headers: dict[str, str]) -> tuple[int, bytes]:
-        time.sleep(0.5)  # every query of every source is in flight at once
+    def __call__(self, headers: dict[str, str]) -> tuple[int, bytes]:
+        with self._lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+        time.sleep(self.seconds)
+        with self._lock:
+            self.now -= 1
         return 200, EMPTY
 
-    hub = SignalsHub(OperatorConfig(), KubeApi(kubernetes.client.ApiClient()))
-    before = _query_threads()
-    for url in serve(Stub(slow)):
-        results = await _read_every_source(hub, url)
-    assert [getattr(result, "reason", None) for result in results] == ["NoSeries"] * SOURCES
-    # One pool per reader would hold 14 threads for each source.
-    assert _query_threads() - before <= PROMETHEUS_THREADS
+
+def _hub(sources: dict[str, Source], clock: list[float] | None = None) -> SignalsHub:
+    config = OperatorConfig(interval_seconds=1.0)
+    api = KubeApi(kubernetes.client.ApiClient())
+    if clock is None:
+        return SignalsHub(config, api, catalog=Catalog(sources))
+    return SignalsHub(config, api, clock=lambda: clock[0], catalog=Catalog(sources))
+
+
+def _watched(name: str, source: Source) -> Watched:
+    return Watched(FleetTarget("ns", name, "h"), source, 60)
+
+
+async def test_a_slow_source_holds_only_its_own_bulkhead() -> None:
+    held = Held(1)
+    for slow_url in serve(Stub(held)):
+        for fast_url in serve(Stub(lambda headers: (200, EMPTY))):
+            slow = Source(name="slow", prometheus_url=slow_url, timeout_seconds=10, max_concurrency=2)
+            fast = Source(name="fast", prometheus_url=fast_url, timeout_seconds=10)
+            hub = _hub({"slow": slow, "fast": fast})
+            fleets = [_watched("a", slow), _watched("b", fast)]
+            slow_read = asyncio.ensure_future(hub.read(fleets[0], fleets.copy))
+            started = time.monotonic()
+            fast_result = await hub.read(fleets[1], fleets.copy)
+            fast_seconds = time.monotonic() - started
+            assert not slow_read.done()
+            assert hub.queries_in_flight() == 2
+            slow_result = await slow_read
+    assert isinstance(fast_result, Unavailable)
+    assert fast_result.reason == "NoSeries"
+    assert fast_seconds < 2.5, "the healthy source waited for the slow one"
+    assert isinstance(slow_result, Unavailable)
+    assert slow_result.reason == "NoSeries"
+    assert held.peak == 2  # 14 queries, never more than the source's maxConcurrency at once
+
+
+async def test_a_deleted_fleets_queries_are_cancelled_and_their_connections_closed() -> None:
+    held = Held(20)
+    for url in serve(Stub(held)):
+        source = Source(name="hung", prometheus_url=url, timeout_seconds=30, max_concurrency=4)
+        hub = _hub({"hung": source})
+        fleet = [_watched("gone", source)]
+        read = asyncio.ensure_future(hub.read(fleet[0], fleet.copy))
+        for _ in range(200):  # until the bulkhead is full: four queries hang at the server
+            if hub.queries_in_flight() == 4:
+                break
+            await asyncio.sleep(0.05)
+        assert hub.queries_in_flight() == 4
+        hub.forget(("ns", "gone"))
+        result = await asyncio.wait_for(read, 5)
+        assert hub.queries_in_flight() == 0
+    assert isinstance(result, Unavailable)
+    assert result.reason == "FleetDeleted"
+
+
+async def test_readers_no_fleet_uses_are_dropped() -> None:
+    clock = [1000.0]
+    for url in serve(Stub(lambda headers: (200, EMPTY))):
+        sources = {name: Source(name=name, prometheus_url=f"{url}/{name}") for name in ("a", "b")}
+        hub = _hub(sources, clock)
+        first = [_watched("x", sources["a"])]
+        await hub.read(first[0], first.copy)
+        assert hub.readers == 1
+        clock[0] += 60  # many intervals later, only the other source is read
+        second = [_watched("y", sources["b"])]
+        await hub.read(second[0], second.copy)
+    assert hub.readers == 1

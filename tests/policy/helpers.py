@@ -13,7 +13,7 @@ from specfleet.operator.policy.decision import Decision
 from specfleet.operator.policy.resolve import ResolvedPolicy
 from specfleet.operator.policy.state import PolicyState
 
-# SpecDecode-Bench ShareGPT EAGLE acceptance (calibration.md).
+# SpecDecode-Bench ShareGPT EAGLE acceptance.
 SHAREGPT = (0.62, 0.38, 0.25)
 COST_8B_H100 = CostModel.build("H100", "meta-llama/Llama-3.1-8B-Instruct", "eagle3")
 

@@ -7,6 +7,7 @@ from specfleet.operator.policy.acceptance import (
     PRIORS,
     AcceptanceMemory,
     clean,
+    collapse_floor,
     curve_from_length,
     expected_tokens,
     extrapolate,
@@ -39,3 +40,18 @@ def test_memory_fades_toward_the_prior() -> None:
     prior = prior_curve(PRIOR, 3)
     assert half == pytest.approx(tuple((m + p) / 2 for m, p in zip(measured, prior, strict=True)))
     assert remembered(None, PRIOR, 0.0, 3) == prior
+
+
+def test_collapse_is_judged_against_what_the_running_k_can_give() -> None:
+    assert collapse_floor(1.3, 3) == pytest.approx(1.3)
+    assert collapse_floor(1.3, 1) == pytest.approx(1.1)  # a k=1 row gives at most 1 + a_1
+    assert collapse_floor(1.3, 5) == pytest.approx(1.3)  # deep positions of a poor drafter add little
+    assert collapse_floor(1.3, 0) == 1.0  # nothing drafted: no length can be below it
+
+
+def test_unmeasured_positions_never_extrapolate_above_the_prior() -> None:
+    # A steep measured shape is kept; a flat one is capped at the prior's conditional rate beyond it.
+    steep = extrapolate([0.6, 0.3], 4, PRIORS["eagle3"])
+    assert steep[2] / steep[1] == pytest.approx(0.5)
+    flat = extrapolate([0.6, 0.59], 4, PRIORS["eagle3"])
+    assert flat[2] / flat[1] == pytest.approx(PRIORS["eagle3"].conditional)

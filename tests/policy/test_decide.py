@@ -56,10 +56,14 @@ def test_schedule_recalibrates_when_acceptance_drifts() -> None:
     state = initial_state(ctx)
     better = (0.85, 0.72, 0.61)
     decisions = run(ctx, state, lambda t, s: make_signals(8, acceptance_by_position=list(better)), steps=3)
-    change = applied_changes(decisions)[0]
+    change = next(d for d in decisions if d.action != Action.HOLD)
     assert change.action == Action.SET_SCHEDULE
     assert change.code == Reason.DRIFT
     assert change.target.schedule != state.current.schedule
+    # A new table reaches the running pods live: no restart.
+    assert change.live
+    assert not change.restart_bound
+    assert not applied_changes(decisions)
 
 
 def test_paused_changes_nothing() -> None:

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from specfleet.operator.policy.acceptance import PRIORS, AcceptanceMemory, extrapolate, merge
-from specfleet.operator.policy.calibration import OFF, SPEC, Calibration
+from specfleet.operator.policy.calibration import PARAMETER_NAMES, Calibration
 from specfleet.operator.policy.context import initial_state
 from specfleet.operator.policy.decide import decide
 from specfleet.operator.policy.decision import Action, Reason
@@ -40,12 +40,13 @@ def test_a_zero_row_is_priced_with_the_drafter_tax() -> None:
     assert predictor.tpot(TABLE, 600) > predictor.tpot(SpecConfig.off(), 600)
 
 
-def test_zero_row_steps_calibrate_speculation_not_plain_decoding() -> None:
+def test_zero_row_steps_teach_the_drafter_tax() -> None:
     ctx = make_context(data_parallel_size=1)
     state = replace(initial_state(ctx), current=TABLE, last_good=TABLE)
     state, _ = learn(0.0, make_signals(600, samples=0, tpot_seconds=0.05), state, ctx)
-    assert SPEC in state.calibration.factors
-    assert OFF not in state.calibration.factors
+    moment = dict(zip(PARAMETER_NAMES, state.calibration.evidence.moment, strict=True))
+    assert moment["draft_fixed"] > 0  # the drafter's pass ran on that step: its tax is observed
+    assert moment["draft_position"] == 0  # but nothing was drafted
 
 
 def test_only_positions_every_busy_step_drafted_are_measured() -> None:
@@ -113,3 +114,27 @@ def test_a_rollout_whose_ready_count_hides_the_new_pods_is_not_rolled_back() -> 
         assert decision.action != Action.ROLLBACK, decision.reason
         state = decision.state
     assert state.restart_seconds == 300.0  # 1200 s for four pods, learned for the next switching cost
+
+
+def test_a_k1_row_is_not_collapsed_by_its_own_ceiling() -> None:
+    """n-gram on chat under k=1: L=1.16 is a_1=0.16, what the prior expects, not a collapse."""
+    ctx = make_context(dwell_seconds=0, restart_cost_seconds=0, min_k=1, max_k=1)
+    k1 = SpecConfig(enabled=True, k=1)
+    state = replace(initial_state(ctx), current=k1, last_good=k1)
+    signals = make_signals(4, acceptance_by_position=[0.16], acceptance_length=1.16, draft_acceptance_rate=0.16)
+    assert decide(0.0, signals, state, ctx).code != Reason.COLLAPSE
+    collapsed = make_signals(4, acceptance_by_position=[0.05], acceptance_length=1.05, draft_acceptance_rate=0.05)
+    decision = decide(0.0, collapsed, state, ctx)
+    assert (decision.code, decision.action) == (Reason.COLLAPSE, Action.DISABLE)
+
+
+def test_a_deep_k_is_judged_at_the_stated_threshold() -> None:
+    """k=5 at L=1.47 (a_1=0.31, falling fast) still pays at low batch: no collapse; at L=1.25 it is one."""
+    ctx = make_context(max_k=5)
+    k5 = SpecConfig(enabled=True, k=5)
+    state = replace(initial_state(ctx), current=k5, last_good=k5)
+    modest = make_signals(1, acceptance_by_position=[0.31, 0.12, 0.04, 0.01, 0.0], acceptance_length=1.48)
+    assert decide(0.0, modest, state, ctx).code != Reason.COLLAPSE
+    poor = make_signals(4, acceptance_by_position=[0.2, 0.05, 0.0, 0.0, 0.0], acceptance_length=1.25)
+    decision = decide(0.0, poor, state, ctx)
+    assert (decision.code, decision.action) == (Reason.COLLAPSE, Action.DISABLE)

@@ -3,7 +3,13 @@ from __future__ import annotations
 from specfleet.operator.policy.acceptance import PRIORS, extrapolate
 from specfleet.operator.policy.calibration import Calibration
 from specfleet.operator.policy.predictor import Predictor
-from specfleet.operator.policy.schedule import DRIFT_THRESHOLD, drifted, render_schedule, table_supported
+from specfleet.operator.policy.schedule import (
+    DRIFT_THRESHOLD,
+    TAX_PESSIMISM,
+    drifted,
+    render_schedule,
+    table_supported,
+)
 from specfleet.operator.policy.state import SpecConfig
 from specfleet.runtime.engine_args import SpeculativeConfig
 from tests.policy.helpers import COST_8B_H100, SHAREGPT
@@ -28,12 +34,16 @@ def test_table_follows_the_cost_model() -> None:
     SpeculativeConfig(method="eagle3", k=max(ks), draft_model="d", schedule=table).validate()
 
 
-def test_zero_rows_where_speculation_loses() -> None:
-    # Weak drafter, short contexts: verification stops paying once the batch is large.
+def test_no_zero_row_on_an_uncertain_tax() -> None:
+    # Weak drafter, short contexts: k=1 loses at large batch, by less than the prior's tax at its pessimistic
+    # bound, so the prior writes no k=0 row there (the fit writes one once evidence makes the tax sure).
     poor = extrapolate((0.45, 0.1), 5, PRIORS["eagle3"])
-    table = render_schedule(Predictor(COST_8B_H100.with_context(128), poor, Calibration()), range(1, 6))
-    assert table[-1][1] == 0
-    assert table[0][1] > 0
+    predictor = Predictor(COST_8B_H100.with_context(128), poor, Calibration())
+    table = render_schedule(predictor, range(1, 6))
+    assert predictor.speedup(1, 512) < 1.0
+    assert predictor.drafter_tax(512, pessimism=TAX_PESSIMISM) > 1 - predictor.speedup(1, 512)
+    assert table[-1][1] == 1
+    assert table[0][1] > 1
 
 
 def test_only_with_data_parallel_one() -> None:

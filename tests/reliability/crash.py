@@ -22,13 +22,13 @@ from typing import Any
 
 import kubernetes.client
 
-from specfleet.operator.api.constants import GROUP, LABEL_CONFIG_HASH, LABEL_DEPLOYMENT, SDD_PLURAL, VERSION
+from specfleet.operator.api.constants import GROUP, LABEL_CONFIG_HASH, LABEL_DEPLOYMENT, MANAGER, SDD_PLURAL, VERSION
 from specfleet.operator.api.parse import parse_spec
 from specfleet.operator.api.types import SpeculationState
 from specfleet.operator.emulator import EmulatorServer
+from specfleet.operator.render.applied import in_place
 from specfleet.operator.render.children import render_children
 from specfleet.operator.render.labels import Owner
-from specfleet.operator.render.patch import is_subset, with_last_applied
 from specfleet.operator.status.evaluation import DECISIONS_KEPT
 from tests.examples import EXAMPLES, load
 from tests.fixtures.operator import in_namespace, wait_for
@@ -49,7 +49,7 @@ class CampaignReport:
     kills: int = 0
     seconds: float = 0.0
     phases: Counter[str] = field(default_factory=Counter)  # what the campaign had just started before a kill
-    child_creates: dict[str, int] = field(default_factory=dict)  # create requests per child object
+    child_creates: dict[str, int] = field(default_factory=dict)  # creations (watch-log ADDED) per child object
     hash_changes: dict[str, int] = field(default_factory=dict)  # config-hash transitions per rollout fleet
     restart_decisions: dict[str, int] = field(default_factory=dict)  # applied restart-bound decisions
     history_violations: list[str] = field(default_factory=list)
@@ -215,15 +215,14 @@ class Campaign:
             for child in render_children(owner, parse_spec(fleet["spec"]), state):
                 plural = {"Deployment": "deployments", "Service": "services"}.get(child["kind"], "poddisruptionbudgets")
                 stored = self.emulator.get(child["apiVersion"], plural, child["metadata"]["name"], self.namespace)
-                if stored is None or not is_subset(with_last_applied(child), stored):
+                if stored is None or not in_place(child, stored, MANAGER):
                     problems.append(f"{meta['name']}: {child['kind']} differs from its rendering")
         return problems
 
     def _child_creates(self) -> dict[str, int]:
         creates: Counter[str] = Counter()
-        for request in self.emulator.requests:
-            if request.namespace == self.namespace and request.resource in CHILD_RESOURCES and request.verb == "create":
-                creates[f"{request.resource}/{request.body['metadata']['name']}"] += 1
+        for resource in CHILD_RESOURCES:  # children are applied (PATCH): creations are read from the watch log
+            creates.update(f"{resource}/{name}" for name in self.emulator.created(resource, self.namespace))
         return dict(creates)
 
     def _children_per_fleet(self) -> list[str]:

@@ -60,7 +60,11 @@ def proxy(prometheus_server: PrometheusServer) -> Iterator[FaultProxy]:
 
 @pytest.fixture
 def fault_operator(emulator: EmulatorServer, kubeconfig: pathlib.Path) -> Iterator[BackgroundOperator]:
-    with BackgroundOperator(operator_config(kubeconfig, interval_seconds=1.0)) as operator:
+    # The fleets name the fault proxy inline, on loopback: allowed explicitly, as an admin would.
+    config = operator_config(
+        kubeconfig, interval_seconds=1.0, allow_inline_prometheus=True, inline_prometheus_allow=("127.0.0.0/8",)
+    )
+    with BackgroundOperator(config) as operator:
         yield operator
 
 

@@ -52,9 +52,14 @@ def test_tokens_never_reach_status_events_logs_or_metrics(
     fleet = in_namespace(load(EXAMPLES / "llama-8b-eagle3.yaml"), namespace)
     metrics_port = free_port()
     with FaultProxy(prometheus_server.url, token=PROMETHEUS_TOKEN) as proxy:
-        fleet["spec"]["prometheus"] = {"url": proxy.url, "bearerTokenSecretRef": {"name": "prom-token", "key": "token"}}
+        # The token is a named source's, read in the operator's namespace (here the test's own).
+        sources = tmp_path / "sources.yaml"
+        source = {"name": "front", "url": proxy.url, "bearerTokenSecretRef": {"name": "prom-token", "key": "token"}}
+        sources.write_text(json.dumps({"sources": [source]}))
+        fleet["spec"]["prometheus"] = {"source": "front"}
         fleet["spec"]["policy"] = {"intervalSeconds": 5, "windowSeconds": 10}
-        with OperatorProcess(kubeconfig, tmp_path / "operator.log", metrics_port=metrics_port) as operator:
+        flags = ("--standalone", "--prometheus-sources", str(sources), "--operator-namespace", namespace)
+        with OperatorProcess(kubeconfig, tmp_path / "operator.log", metrics_port=metrics_port, extra=flags) as operator:
             _create(api_client, fleet)
             wait_for(lambda: proxy.authorized >= 5, 60, "queries carrying the token")
             proxy.set_mode("http500")  # failures produce error reasons and log lines: they must not echo headers

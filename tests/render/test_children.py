@@ -1,14 +1,21 @@
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
 from specfleet.operator.api.constants import ANNOTATION_CONFIG_HASH, LABEL_CONFIG_HASH
 from specfleet.operator.api.parse import parse_spec
 from specfleet.operator.api.types import ScheduleEntry, SpecDecodeDeploymentSpec, SpeculationState
-from specfleet.operator.render.children import render_children
+from specfleet.operator.render.children import (
+    CONTROL_VOLUME,
+    control_secret_name,
+    render_children,
+    render_control_secret,
+)
 from specfleet.operator.render.engine import engine_config, initial_speculation, pinned_speculation
 from specfleet.operator.render.labels import Owner
+from specfleet.runtime.table_control import DEFAULT_TOKEN_PATH, TOKEN_FILE_ENV
 from tests.examples import EXAMPLES, load
 
 OWNER = Owner(name="llama-8b", namespace="default", uid="uid-1")
@@ -61,17 +68,58 @@ def test_k_change_moves_config_hash_everywhere() -> None:
     assert LABEL_CONFIG_HASH not in at5["spec"]["selector"]["matchLabels"]
 
 
-def test_schedule_is_rendered_into_the_speculative_config() -> None:
+def _table_state(*rows: tuple[int, int]) -> SpeculationState:
+    schedule = [ScheduleEntry(max_batch_size=batch, k=k) for batch, k in rows]
+    return SpeculationState(enabled=True, method="eagle3", k=max(k for _, k in rows), schedule=schedule)
+
+
+def test_a_table_fleet_starts_at_its_ceiling_k_with_every_k_in_its_start_up_table() -> None:
     spec = _spec()
-    state = SpeculationState(
-        enabled=True,
-        method="eagle3",
-        k=5,
-        schedule=[ScheduleEntry(max_batch_size=16, k=5), ScheduleEntry(max_batch_size=64, k=3)],
-    )
-    args = engine_config(spec, state).vllm_args()
+    args = engine_config(spec, _table_state((16, 5), (64, 3))).vllm_args()
     config = json.loads(args[args.index("--speculative-config") + 1])
-    assert config["num_speculative_tokens_per_batch_size"] == [[1, 16, 5], [17, 64, 3]]
+    ceiling = spec.speculation.max_speculative_tokens
+    assert config["num_speculative_tokens"] == ceiling
+    table = config["num_speculative_tokens_per_batch_size"]
+    # Every k a live table may use is in the start-up table (decode CUDA graphs exist for those alone).
+    assert {k for _, _, k in table} == set(range(ceiling + 1))
+
+
+def test_a_table_change_leaves_the_pod_template_and_its_hash_alone() -> None:
+    spec = _spec()
+    before = _by_kind(render_children(OWNER, spec, _table_state((16, 5), (64, 3))))["Deployment"]
+    after = _by_kind(render_children(OWNER, spec, _table_state((4, 2), (512, 0))))["Deployment"]
+    assert before == after
+    assert (
+        engine_config(spec, _table_state((16, 5))).config_hash()
+        == engine_config(spec, _table_state((8, 1))).config_hash()
+    )
+
+
+def test_restart_bound_changes_still_move_the_hash() -> None:
+    spec = _spec()
+    table = engine_config(spec, _table_state((16, 5), (64, 3))).config_hash()
+    fixed = engine_config(spec, SpeculationState(enabled=True, method="eagle3", k=5)).config_hash()
+    off = engine_config(spec, SpeculationState(enabled=False)).config_hash()
+    lower_ceiling = engine_config(_spec(maxSpeculativeTokens=4), _table_state((16, 4))).config_hash()
+    assert len({table, fixed, off, lower_ceiling}) == 4
+
+
+def test_pods_mount_the_fleets_control_token() -> None:
+    spec = _spec()
+    deployment = _by_kind(render_children(OWNER, spec, initial_speculation(spec)))["Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    volume = next(v for v in pod["volumes"] if v["name"] == CONTROL_VOLUME)
+    assert volume["secret"]["secretName"] == control_secret_name(OWNER.name)
+    container = _container(deployment)
+    mount = next(m for m in container["volumeMounts"] if m["name"] == CONTROL_VOLUME)
+    assert mount["readOnly"] is True
+    item = volume["secret"]["items"][0]
+    assert f"{mount['mountPath']}/{item['path']}" == DEFAULT_TOKEN_PATH
+    assert {"name": TOKEN_FILE_ENV, "value": DEFAULT_TOKEN_PATH} in container["env"]
+    secret = render_control_secret(OWNER, "s3cret")
+    assert base64.b64decode(secret["data"][item["key"]]).decode() == "s3cret"
+    assert secret["metadata"]["ownerReferences"][0]["uid"] == OWNER.uid
+    assert secret["metadata"]["name"] == volume["secret"]["secretName"]
 
 
 def test_rollout_shape_probes_gpus_and_owner() -> None:
@@ -89,7 +137,7 @@ def test_rollout_shape_probes_gpus_and_owner() -> None:
     for obj in children.values():
         assert obj["metadata"]["ownerReferences"][0]["uid"] == "uid-1"
         assert obj["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "specfleet"
-    assert set(children) == {"Deployment", "Service", "PodDisruptionBudget"}
+    assert set(children) == {"Deployment", "Service", "PodDisruptionBudget"}  # the Secret: sync_fleet's, with its token
     assert children["Service"]["spec"]["selector"] == deployment["spec"]["selector"]["matchLabels"]
 
 

@@ -16,6 +16,7 @@ from specfleet.runtime.settings import (
     ENV_EXTRA_ARGS,
     ENV_HEALTH_PORT,
     INFO_LABELS,
+    LIVE_SCHEDULER,
     SERVE_MODULE,
     engine_info_labels,
     plan,
@@ -50,7 +51,14 @@ def test_child_runs_the_serve_wrapper_with_node_flags_after_the_operators() -> N
     runtime = plan(DRAFT.vllm_args(), {ENV_EXTRA_ARGS: "--enforce-eager"})
     argv = runtime.child_argv("/usr/bin/python3")
     assert argv[:3] == ["/usr/bin/python3", "-m", SERVE_MODULE]
-    assert argv[3:] == [*DRAFT.vllm_args(), "--enforce-eager"]
+    # With a batch-size table the live-table scheduler comes last, so no node flag can replace it.
+    assert argv[3:] == [*DRAFT.vllm_args(), "--enforce-eager", "--scheduler-cls", LIVE_SCHEDULER]
+
+
+@pytest.mark.parametrize("speculative", [None, SpeculativeConfig(method="ngram", k=3)])
+def test_no_live_table_scheduler_without_a_table(speculative: SpeculativeConfig | None) -> None:
+    config = EngineConfig(model="m", speculative=speculative)
+    assert "--scheduler-cls" not in plan(config.vllm_args(), {}).child_argv("python3")
 
 
 def test_node_flags_stay_out_of_the_config_hash() -> None:

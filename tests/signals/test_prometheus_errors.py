@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from specfleet.operator.signals.addresses import AddressRules
 from specfleet.operator.signals.model import FleetTarget, LabelMapping, Unavailable
 from specfleet.operator.signals.prometheus import PrometheusConfig, PrometheusReader
 from specfleet.operator.signals.promql import build_queries
@@ -122,6 +123,42 @@ async def test_tls_verifies_against_the_given_ca_or_is_skipped_on_request(
     for url in serve(Stub(lambda headers: (200, EMPTY)), context):
         unknown_ca = await read_with(url)
         with_ca = await read_with(url, ca_file=str(cert))
+        with_ca_data = await read_with(url, ca_data=cert.read_text())  # a CA read from a Secret
         skipped = await read_with(url, insecure_skip_verify=True)
     assert unknown_ca.reason == "PrometheusTLSError"
-    assert with_ca.reason == skipped.reason == "NoSeries"
+    assert with_ca.reason == with_ca_data.reason == skipped.reason == "NoSeries"
+
+
+async def test_nothing_a_failing_server_sends_is_repeated() -> None:
+    for url in serve(Stub(lambda headers: (500, b"<pre>Traceback: ECHO-MARKER password=hunter2</pre>"))):
+        failed = await read_with(url)
+    for url in serve(Stub(lambda headers: (200, b'{"status": "error", "errorType": "ECHO-MARKER", "error": "x"}'))):
+        refused = await read_with(url)
+    assert (failed.reason, failed.message) == ("PrometheusError", "Prometheus answered HTTP 500")
+    assert refused.reason == "PrometheusQueryError"
+    assert "ECHO-MARKER" not in refused.message
+
+
+async def test_a_guarded_reader_connects_only_where_the_address_rules_allow() -> None:
+    stub = Stub(lambda headers: (200, EMPTY))
+    for url in serve(stub):
+        port = url.rsplit(":", 1)[1]
+        by_name = await read_with(f"http://localhost:{port}", guard=AddressRules())
+        by_number = await read_with(f"http://0x7f000001:{port}", guard=AddressRules())
+        assert stub.hits == 0
+        allowed = await read_with(url, guard=AddressRules.parse(allow=["127.0.0.0/8"]))
+    assert by_name.reason == by_number.reason == "PrometheusURLRefused"
+    assert "denied by default" in by_name.message
+    assert allowed.reason == "NoSeries"
+    assert stub.hits == len(build_queries([], LabelMapping(), 30))
+
+
+async def test_a_large_answer_is_read_whole() -> None:
+    """An answer arriving in many chunks (here 4 MB of rows for another deployment) is parsed, not cut short."""
+    labels = {"namespace": "other", "specfleet_dev_deployment": "x"}
+    rows: list[dict[str, object]] = [{"metric": {**labels, "pod": f"p{i}"}, "value": [0, "1"]} for i in range(40000)]
+    body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": rows}}).encode()
+    assert len(body) > 4_000_000
+    for url in serve(Stub(lambda headers: (200, body))):
+        result = await read_with(url)
+    assert result.reason == "NoSeries"  # every answer was valid JSON; none of its rows is this deployment's

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from specfleet.operator.policy.state import SpecConfig
 from specfleet.operator.simulator.config import config_hash, static, table
+from specfleet.operator.simulator.controllers import Fixed
 from specfleet.operator.simulator.feed import SimulatedScrape
+from specfleet.operator.simulator.fleet import FleetSimulation
 from specfleet.operator.simulator.metrics import PodMetrics
 from tests.simulator.fleets import small_fleet
 
@@ -74,10 +77,31 @@ def test_rolling_restart_one_pod_at_a_time_with_counters_reset() -> None:
 
 
 def test_restart_costs_capacity() -> None:
+    """Raising the startup k (3 → 5) is restart-bound: a pod out of service costs the others latency."""
     quiet = small_fleet(static(3), qps=24, seconds=300).run(400)
-    controller = SwitchAt(static(3), SpecConfig(enabled=True, k=3, schedule=((1 << 20, 3),)), at=30)
+    controller = SwitchAt(static(3), static(5), at=30)
     restarted = small_fleet(controller=controller, qps=24, seconds=300, restart_seconds=120).run(400)
+    assert restarted.restarts == 1
     assert np.nanmean(restarted.tpot) > np.nanmean(quiet.tpot) * 1.05
+
+
+def test_a_table_within_the_startup_k_applies_live() -> None:
+    """Issue 17: a new batch-size table (drafter loaded, k ≤ startup k) changes every pod at once, no restart."""
+    new = table(((8, 3), (1 << 20, 1)))
+    controller = SwitchAt(static(3), new, at=60)
+    sim = small_fleet(controller=controller, replicas=3, qps=24, seconds=300, restart_seconds=120)
+    result = sim.run(300)
+    assert (result.restarts, result.live_changes) == (0, 1)
+    assert "restarting" not in result.config_seconds
+    after = [hashes for now, hashes, _ in controller.seen if now > 60]
+    assert after[0] == [config_hash(new)] * 3
+    assert all(sum(ready) == 3 for _, _, ready in controller.seen)
+    pod = sim.pod(0)
+    assert pod.started_at == 0.0  # the same engine process
+    assert pod.spec_positions == 3
+    # Disabling speculation is still a restart.
+    off = SwitchAt(static(3), SpecConfig.off(), at=60)
+    assert small_fleet(controller=off, replicas=3, seconds=300).run(300).restarts == 1
 
 
 def test_signals_from_simulated_pods_measure_the_hidden_acceptance() -> None:
@@ -108,3 +132,32 @@ def test_signals_from_simulated_pods_measure_the_hidden_acceptance() -> None:
     assert signals.concurrency_per_replica > 1
     assert signals.tpot_seconds is not None
     assert 0.004 < signals.tpot_seconds < 0.02
+
+
+def test_fleets_side_by_side_match_separate_runs() -> None:
+    """Several controllers in one simulation are independent fleets on the same requests."""
+    together = small_fleet(seconds=300)
+    together = FleetSimulation(
+        together.spec, together.req, together.classes, [Fixed(SpecConfig.off()), Fixed(static(3))], together.rng
+    )
+    together.run(400)
+    off, spec = together.results
+    alone_off = small_fleet(SpecConfig.off(), seconds=300).run(400)
+    alone_spec = small_fleet(static(3), seconds=300).run(400)
+    assert np.nanmean(off.tpot) == pytest.approx(np.nanmean(alone_off.tpot), rel=0.03)
+    assert np.nanmean(spec.tpot) == pytest.approx(np.nanmean(alone_spec.tpot), rel=0.03)
+    assert np.isnan(off.tpot).sum() == np.isnan(spec.tpot).sum() == 0
+    assert together.pod(0).spec_positions == 0  # fleet 0's pods run off, fleet 1's k=3
+    assert together.pod(2).spec_positions == 3
+    assert together.pod(2).pod == "pod-0"
+
+
+def test_a_surge_pod_keeps_every_replica_serving_through_a_restart() -> None:
+    controller = SwitchAt(static(3), SpecConfig.off(), at=60)
+    sim = small_fleet(controller=controller, replicas=3, seconds=400, restart_seconds=60)
+    sim = FleetSimulation(replace(sim.spec, surge=True), sim.req, sim.classes, controller, sim.rng)
+    result = sim.run(400)
+    assert result.restarts == 1
+    assert "restarting" not in result.config_seconds
+    assert all(sum(ready) == 3 for _, _, ready in controller.seen)
+    assert controller.seen[-1][1] == [config_hash(SpecConfig.off())] * 3

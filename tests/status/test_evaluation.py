@@ -94,6 +94,20 @@ def test_unavailable_metrics_set_the_condition_with_the_reason() -> None:
     assert condition.message == "connection refused"
 
 
+def test_a_failed_read_says_how_old_the_signals_still_in_status_are() -> None:
+    kept = SpecDecodeDeploymentStatus(signals=Signals(observed_at="2025-12-31T23:58:25Z", pods=2))
+    outcome = _fold(
+        _decision(Action.HOLD, Reason.METRICS_MISSING, ON),
+        kept,
+        signals=Unavailable("PrometheusUnreachable", "Prometheus did not answer within 21 s"),
+    )
+    condition = next(c for c in outcome.status.conditions if c.type == "MetricsAvailable")
+    assert condition.message == (
+        "Prometheus did not answer within 21 s; status.signals are stale: 95 s old (observed 2025-12-31T23:58:25Z)"
+    )
+    assert outcome.status.signals == kept.signals  # kept, and marked as old, not replaced
+
+
 def test_state_conversions_round_trip() -> None:
     table = SpecConfig(enabled=True, k=5, schedule=((16, 5), (64, 3), (128, 0)))
     for config in (SpecConfig.off(), ON, table):
