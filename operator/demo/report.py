@@ -25,6 +25,7 @@ from specfleet.operator.demo.load import Answer
 from specfleet.operator.demo.resources import FleetSpec
 from specfleet.operator.demo.timeline import Timeline
 from specfleet.operator.simulator.evaluation import (
+    AUTO,
     BASELINES,
     BEST_TABLE,
     RESTART_ORACLE,
@@ -81,9 +82,9 @@ def baselines(
     return evaluate(scenario, PolicySpec.model_validate(policy))
 
 
-# The static settings a user could have pinned, the best of the candidate tables, and the hindsight schedule that
-# pays for its restarts; the raw candidate tables and the free oracle would only crowd the table.
-SHOWN = frozenset({*BASELINES, BEST_TABLE, RESTART_ORACLE})
+# The simulated policy, the static settings a user could have pinned, the best of the candidate tables, and the
+# hindsight schedule that pays for its restarts; the raw candidate tables and the free oracle would crowd it.
+SHOWN = frozenset({AUTO, *BASELINES, BEST_TABLE, RESTART_ORACLE})
 
 
 def rows(live: Row, evaluation: Evaluation) -> list[Row]:

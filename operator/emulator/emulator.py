@@ -43,11 +43,16 @@ class KubeEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
     bookmark_interval: float = 60.0
     recorder: Recorder = attrs.field(factory=Recorder)
     store: Store = attrs.field(init=False)
+    _own: Any = attrs.field(init=False, default=None)  # the fallback reaction that serves through `_serve`
 
     def __attrs_post_init__(self) -> None:
         # Not super(): kmock's own fallbacks (discovery, naive CRUD) are replaced by `_serve`.
         self.store = Store(self._objects, self.history_limit)
-        self.fallback << self._serve
+        self._own = self.fallback << self._serve
+
+    def drop_reactions(self) -> None:
+        """Forget the reactions tests added (`emulator['get /api/v1/pods'] << 500`); the emulator serves alone."""
+        self._payloads[:] = [self._own]
 
     # --- kmock plumbing ------------------------------------------------------------------------
 
@@ -95,6 +100,13 @@ class KubeEmulator(kmock.KubernetesEmulator):  # type: ignore[misc]
 
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         # Skip KubernetesEmulator._handle: its naive state changes are what `_serve` replaces.
+        # kmock decides whether a reaction sees a request by filtering the whole request history, which costs
+        # O(requests so far) per request: quadratic over a long session or demo. The emulator's own fallback sees
+        # every request, so while it is the only reaction it answers directly; a test's reaction brings kmock's
+        # matching back until `drop_reactions` (a used-up reaction still costs the scan: kmock never removes it).
+        if len(self._payloads) == 1 and self._payloads[0] is self._own:
+            direct: aiohttp.web.StreamResponse = await self._payloads[0].response(request)
+            return direct
         response: aiohttp.web.StreamResponse = await kmock.RawHandler._handle(self, request)
         return response
 

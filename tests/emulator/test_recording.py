@@ -57,3 +57,17 @@ def test_paths_parse_namespaces_as_a_resource() -> None:
     assert parse_path("/api/v1/namespaces/x/pods/p/log") == ApiPath("", "v1", "pods", "x", "p", "log")
     assert parse_path("/apis/apps/v1") == ApiPath("apps", "v1")
     assert not parse_path("/apis/apps").is_resource
+
+
+def test_a_tests_reaction_wins_until_dropped(emulator: EmulatorServer, http: Http, widgets: str) -> None:
+    """Reactions a test adds answer first; dropped, the emulator serves alone again (and without kmock's
+    history scan, which a left-over reaction would impose on every later request of the session)."""
+    http("POST", widgets, widget("q"))
+    emulator.emulator[f"get {widgets}/q"][:1] << 503
+    try:
+        assert http("GET", f"{widgets}/q")[0] == 503
+        assert http("GET", f"{widgets}/q")[0] == 200  # used up: the emulator answers again
+    finally:
+        emulator.emulator.drop_reactions()
+    assert emulator.emulator._payloads == [emulator.emulator._own]
+    assert http("GET", f"{widgets}/q")[0] == 200

@@ -165,8 +165,13 @@ def test_a_failed_repair_on_the_delete_event_is_made_good_by_a_tick(
     # The API refuses the next two applies of the Service: the delete event's repair fails (Kopf does not
     # retry event handlers), and so may a tick's; only a later tick can bring it back.
     emulator.emulator[f"patch /api/v1/namespaces/{namespace}/services/{NAME}"][:2] << 500
-    kubernetes.client.CoreV1Api(api_client).delete_namespaced_service(NAME, namespace)
-    wait_for(lambda: _child(emulator, namespace, "services"), timeout=REPAIR_WAIT, what="the Service to be recreated")
+    try:
+        kubernetes.client.CoreV1Api(api_client).delete_namespaced_service(NAME, namespace)
+        wait_for(
+            lambda: _child(emulator, namespace, "services"), timeout=REPAIR_WAIT, what="the Service to be recreated"
+        )
+    finally:  # the session's emulator is shared: a reaction left behind slows every later request
+        emulator.emulator.drop_reactions()
     assert _applies(emulator, namespace).count(f"services/{NAME}") >= 3  # created, refused twice, recreated
 
 
