@@ -180,9 +180,11 @@ class ModelSpec(ApiModel):
     )
     size_billions: float | None = Field(
         default=None,
-        gt=0,
+        ge=0.001,  # a million parameters: below it the prior's arithmetic meets subnormal floats, not models
         le=10_000,
-        description="Parameter count in billions; seeds the cost model's prior (else guessed from the name).",
+        description=(
+            "Parameter count in billions (0.001 to 10000); seeds the cost model's prior (else guessed from the name)."
+        ),
     )
 
 
