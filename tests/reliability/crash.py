@@ -26,6 +26,7 @@ from specfleet.operator.api.constants import GROUP, LABEL_CONFIG_HASH, LABEL_DEP
 from specfleet.operator.api.parse import parse_spec
 from specfleet.operator.api.types import SpeculationState
 from specfleet.operator.emulator import EmulatorServer
+from specfleet.operator.policy.decision import Action
 from specfleet.operator.render.applied import in_place
 from specfleet.operator.render.children import render_children
 from specfleet.operator.render.labels import Owner
@@ -38,7 +39,7 @@ from tests.reliability.process import OperatorProcess
 
 SDD_API = f"{GROUP}/{VERSION}"
 CHILD_RESOURCES = ("deployments", "services", "poddisruptionbudgets")
-RESTART_ACTIONS = {"enable", "disable", "set_k", "set_schedule", "rollback"}
+RESTART_ACTIONS = {str(action) for action in Action} - {Action.HOLD}  # restart-bound unless live (below)
 ROLLOUT_FLEETS = ("roll-a", "roll-b")
 RECONCILE_EXAMPLES = ("llama-8b-eagle3.yaml", "code-assistant-ngram.yaml")
 MAX_CREATED = 12  # extra fleets created during the campaign (each adds three children)
@@ -199,7 +200,13 @@ class Campaign:
                 self.report.history_violations.append(f"{name}: {violation}")
             self.statuses[name] = status
             for decision in status.get("decisions") or []:
-                if name in self.decisions and decision["applied"] and decision["action"] in RESTART_ACTIONS:
+                live = (decision.get("inputs") or {}).get("change") == "live"  # a table swapped in the pods
+                if (
+                    name in self.decisions
+                    and decision["applied"]
+                    and decision["action"] in RESTART_ACTIONS
+                    and not live
+                ):
                     self.decisions[name].add((decision["time"], decision["action"], decision["reason"]))
 
     def _converged(self) -> list[str]:

@@ -44,6 +44,7 @@ TABLE_INFO = "specfleet_speculation_table_info"
 START_TIME = "process_start_time_seconds"
 IN_FLIGHT = 4
 IN_FLIGHT_TOKENS = 400
+CHANGE_ATTEMPTS = 4
 
 
 @pytest.fixture(params=["vllm_ngram_server", "vllm_draft_server"])
@@ -115,35 +116,47 @@ def test_requests_in_flight_across_a_change_all_complete(
     live_server: EngineServer, control_token: ControlToken
 ) -> None:
     server = live_server
-    version = table(server)["version"]
+    before = table(server)
     stop = threading.Event()
+    answered: list[tuple[float, float, dict[str, Any]]] = []  # (sent, answered, response); appends are atomic
 
-    def keep_sending(prompt: str) -> list[tuple[float, float, dict[str, Any]]]:
-        """Back-to-back requests until told to stop: (sent, answered, response) of each."""
-        done = []
+    def keep_sending(prompt: str) -> None:
+        """Back-to-back requests until told to stop."""
         while not stop.is_set():
             sent = time.monotonic()
             response = complete(server, prompt, max_tokens=IN_FLIGHT_TOKENS)
-            done.append((sent, time.monotonic(), response))
-        return done
+            answered.append((sent, time.monotonic(), response))
 
+    def across(changes: list[tuple[float, float]]) -> list[dict[str, Any]]:
+        """Responses to requests sent before a change and answered after it was applied."""
+        return [r for sent, done, r in answered for t0, t1 in changes if sent < t0 and done > t1]
+
+    changes: list[tuple[float, float]] = []
     with ThreadPoolExecutor(IN_FLIGHT) as pool:
-        futures = [pool.submit(keep_sending, prompt) for prompt in PROMPTS[:IN_FLIGHT]]
+        senders = [pool.submit(keep_sending, prompt) for prompt in PROMPTS[:IN_FLIGHT]]
         # The engine's own gauge, not the clients' timing, shows the change lands on a batch in progress.
         wait_until(lambda: (metric_value(scrape(server), RUNNING) or 0) >= 2, "two requests running")
-        change_sent = time.monotonic()
-        status, answer = put_table(server, control_token, {"table": ALL_ONE, "expectedVersion": version})
-        change_answered = time.monotonic()
+        # On a busy machine a change can take longer than a request: change back and forth until a request
+        # sent before a change is answered after it.
+        for attempt in range(CHANGE_ATTEMPTS):
+            change_sent = time.monotonic()
+            body = {"table": ALL_ONE if attempt % 2 == 0 else before["table"]}
+            status, answer = put_table(server, control_token, body)
+            changes.append((change_sent, applied := time.monotonic()))
+            assert status == 200, answer
+            # Once every sender has finished a request after the change, none sent before it is still running.
+            wait_until(lambda t=applied: sum(done > t for _, done, _ in answered) >= IN_FLIGHT, "requests after it")
+            if across(changes):
+                break
         stop.set()
-        requests = [request for future in futures for request in future.result(timeout=300)]
+        for sender in senders:
+            sender.result(timeout=300)
 
-    assert status == 200, answer
-    across = [response for sent, answered, response in requests if sent < change_sent and answered > change_answered]
-    assert across, "no request was in flight across the change"
-    for _, _, response in requests:
+    assert across(changes), f"no request was in flight across any of {len(changes)} changes"
+    for _, _, response in answered:
         assert response["usage"]["completion_tokens"] == IN_FLIGHT_TOKENS
         assert response["choices"][0]["finish_reason"] == "length"
-    assert table(server)["appliedVersion"] == version + 1
+    assert table(server)["appliedVersion"] == before["version"] + len(changes)
 
 
 def wait_until(condition: Any, what: str, timeout: float = 60.0) -> None:
