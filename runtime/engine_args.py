@@ -49,14 +49,14 @@ class SpeculativeConfig:
         if self.method not in METHODS_WITH_DRAFT and self.draft_model:
             raise EngineConfigError(f"speculative.model: a draft model is refused for method {self.method}")
         if self.schedule is not None:
-            _validate_schedule(self.schedule, self.k)
+            validate_schedule(self.schedule, self.k)
 
     def to_json_obj(self) -> dict[str, Any]:
         obj: dict[str, Any] = {"method": self.method, "num_speculative_tokens": self.k}
         if self.draft_model:
             obj["model"] = self.draft_model
         if self.schedule:
-            obj[SCHEDULE_KEY] = _schedule_ranges(self.schedule)
+            obj[SCHEDULE_KEY] = schedule_ranges(self.schedule)
         return obj
 
     @classmethod
@@ -74,20 +74,20 @@ class SpeculativeConfig:
             method=str(obj.get("method")),
             k=k,
             draft_model=obj.get("model"),
-            schedule=_parse_schedule(schedule) if schedule is not None else None,
+            schedule=parse_schedule(schedule) if schedule is not None else None,
         )
         config.validate()
         return config
 
 
-def _schedule_ranges(schedule: Sequence[tuple[int, int]]) -> list[list[int]]:
+def schedule_ranges(schedule: Sequence[tuple[int, int]]) -> list[list[int]]:
     """(max batch, k) rows → vLLM's contiguous inclusive ranges [[first, last, k], ...]."""
     starts = [1] + [batch + 1 for batch, _ in schedule[:-1]]
     return [[start, batch, k] for start, (batch, k) in zip(starts, schedule, strict=True)]
 
 
-def _parse_schedule(raw: Any) -> tuple[tuple[int, int], ...]:
-    """vLLM's range list back to (max batch, k) rows; only the contiguous form `_schedule_ranges` renders."""
+def parse_schedule(raw: Any) -> tuple[tuple[int, int], ...]:
+    """vLLM's range list back to (max batch, k) rows; only the contiguous form `schedule_ranges` renders."""
     field_name = f"speculative.{SCHEDULE_KEY}"
     if not isinstance(raw, list) or not raw:
         raise EngineConfigError(f"{field_name}: must be a non-empty list of [first batch, last batch, k]")
@@ -111,7 +111,7 @@ def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _validate_schedule(schedule: Sequence[tuple[int, int]], k: int) -> None:
+def validate_schedule(schedule: Sequence[tuple[int, int]], k: int) -> None:
     previous = 0
     for batch, rows_k in schedule:
         if batch <= previous:

@@ -24,9 +24,9 @@ from specfleet.runtime.engine_args import (
     EngineConfigError,
     SpeculativeConfig,
     _is_int,
-    _parse_schedule,
-    _schedule_ranges,
-    _validate_schedule,
+    parse_schedule,
+    schedule_ranges,
+    validate_schedule,
 )
 
 CONTROL_TABLE_PATH = "/speculation/table"
@@ -77,7 +77,7 @@ def startup_table(spec: SpeculativeConfig | None) -> LiveTable | None:
     """The table an engine starts with (version 0); None without speculation or without a batch-size table."""
     if spec is None or not spec.schedule:
         return None
-    ranges = tuple((first, last, k) for first, last, k in _schedule_ranges(spec.schedule))
+    ranges = tuple((first, last, k) for first, last, k in schedule_ranges(spec.schedule))
     return LiveTable(version=STARTUP_VERSION, ranges=ranges)
 
 
@@ -132,11 +132,11 @@ def parse_ranges(raw: object, k: int | None) -> Ranges:
     if isinstance(raw, list):
         raw = [list(entry) if isinstance(entry, tuple) else entry for entry in raw]
     try:
-        rows = _parse_schedule(raw)
-        _validate_schedule(rows, max((row_k for _, row_k in rows), default=0) if k is None else k)
+        rows = parse_schedule(raw)
+        validate_schedule(rows, max((row_k for _, row_k in rows), default=0) if k is None else k)
     except EngineConfigError as exc:
         raise TableRequestError(400, f"table: {_without_field(str(exc))}") from exc
-    return tuple((first, last, row_k) for first, last, row_k in _schedule_ranges(rows))
+    return tuple((first, last, row_k) for first, last, row_k in schedule_ranges(rows))
 
 
 def _without_field(message: str) -> str:

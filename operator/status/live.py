@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from specfleet.operator.api.types import LiveTableStatus, SpeculationState
 from specfleet.operator.status.evaluation import Note
-from specfleet.runtime.engine_args import _schedule_ranges
+from specfleet.runtime.engine_args import schedule_ranges
 from specfleet.runtime.table_control import LiveTable
 
 Table = list[list[int]]
@@ -37,7 +37,7 @@ class LiveFold:
 def desired_table(speculation: SpeculationState) -> Table:
     """The policy's table as vLLM's ranges, the form the control endpoint takes."""
     rows = [(row.max_batch_size, row.k) for row in speculation.schedule or ()]
-    return _schedule_ranges(rows)
+    return schedule_ranges(rows)
 
 
 def revision_of(previous: LiveTableStatus | None, table: Table, now: str) -> LiveTableStatus:
