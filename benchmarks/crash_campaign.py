@@ -13,7 +13,7 @@ import argparse
 import pathlib
 import tempfile
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from tests.fixtures.deps import require_binary
 from tests.fixtures.prometheus import PrometheusServer
 from tests.reliability.crash import Campaign

@@ -23,8 +23,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from specfleet.demo.tiny_model import build_tiny_draft, build_tiny_llama
 from specfleet.runtime.engine_args import SpeculativeConfig
-from specfleet.runtime.tiny_model import build_tiny_draft, build_tiny_llama
 from tests.fixtures.vllm import EngineServer, complete, engine_config, metric_value, scrape, start_engine, stop_engine
 
 K = 3

@@ -19,7 +19,7 @@ import time
 import urllib.request
 from collections import Counter
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from tests.examples import EXAMPLES, load
 from tests.fixtures.deps import require_binary
 from tests.fixtures.operator import wait_for

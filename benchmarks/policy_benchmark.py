@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from specfleet.operator.simulator.evaluation import (
+from specfleet.simulator.evaluation import (
     AUTO,
     BASELINES,
     RESTART_ORACLE,
@@ -34,8 +34,8 @@ from specfleet.operator.simulator.evaluation import (
     Scenario,
     evaluate,
 )
-from specfleet.operator.simulator.perf import METHOD_FAMILY, ReplicaPerf
-from specfleet.operator.simulator.traces import (
+from specfleet.simulator.perf import METHOD_FAMILY, ReplicaPerf
+from specfleet.simulator.traces import (
     HOUR,
     Trace,
     builtin_trace,
@@ -45,7 +45,7 @@ from specfleet.operator.simulator.traces import (
     shaped_trace,
     step_shape,
 )
-from specfleet.operator.simulator.workload import CLASSES
+from specfleet.simulator.workload import CLASSES
 
 REPLICAS = 4
 

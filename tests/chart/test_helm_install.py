@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from specfleet.emulator import EmulatorServer
 from specfleet.operator.api.constants import GROUP, SDD_PLURAL, VERSION
-from specfleet.operator.emulator import EmulatorServer
 from tests.chart.helm import CHART, helm, parse_manifests
 from tests.examples import EXAMPLES, load
 from tests.fixtures.deps import require_binary

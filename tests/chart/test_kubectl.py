@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from tests.chart.helm import template_result
 from tests.chart.validate import SCHEMAS
 from tests.fixtures.deps import require_binary

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from specfleet.emulator import EmulatorServer, RecordedRequest
 from specfleet.operator.config import config_from
-from specfleet.operator.emulator import EmulatorServer, RecordedRequest
 from specfleet.operator.runner import BackgroundOperator
 from specfleet.operator.signals.sources import SecretRef, parse_sources
 from tests.chart.helm import NAMESPACE, of_kind, one, render

@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from specfleet.operator.demo.resources import DEMO_POLICY
-from specfleet.operator.demo.session import DemoConfig, DemoSession
-from specfleet.operator.demo.timeline import Timeline
+from specfleet.demo.resources import DEMO_POLICY
+from specfleet.demo.session import DemoConfig, DemoSession
+from specfleet.demo.timeline import Timeline
 from tests.fixtures.deps import require_binary
 
 DURATION = 90.0

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 
-from specfleet.operator.demo.engine import Finished, SimulatedEngine
-from specfleet.operator.demo.fleet import engine_setup, perf_for
-from specfleet.operator.demo.resources import MODEL
-from specfleet.operator.demo.traffic import arrivals, demo_trace
+from specfleet.demo.engine import Finished, SimulatedEngine
+from specfleet.demo.fleet import engine_setup, perf_for
+from specfleet.demo.resources import MODEL
+from specfleet.demo.traffic import arrivals, demo_trace
 from specfleet.operator.policy.state import SpecConfig
-from specfleet.operator.simulator.perf import DraftFamily
 from specfleet.runtime.engine_args import EngineConfig, SpeculativeConfig
+from specfleet.simulator.perf import DraftFamily
 
 
 def _run(config: SpecConfig, qps: float, seconds: float = 40.0) -> tuple[SimulatedEngine, list[Finished]]:

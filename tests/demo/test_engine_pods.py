@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from specfleet.operator.demo.engine_fleet import pod_args
-from specfleet.operator.demo.load import Cycle
+from specfleet.demo.engine_fleet import pod_args
+from specfleet.demo.load import Cycle
 from specfleet.runtime.engine_args import EngineConfig, SpeculativeConfig
 
 

@@ -25,9 +25,9 @@ import kubernetes.client
 import kubernetes.config
 import pytest
 
+from specfleet.demo.resources import FleetSpec
+from specfleet.demo.session import DemoConfig, DemoSession
 from specfleet.operator.api.constants import ANNOTATION_CONTROL_PORT, GROUP, LABEL_CONFIG_HASH, SDD_PLURAL, VERSION
-from specfleet.operator.demo.resources import FleetSpec
-from specfleet.operator.demo.session import DemoConfig, DemoSession
 from specfleet.runtime.table_control import CONTROL_TABLE_PATH
 from tests.operator.test_reconcile import _events
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specfleet.operator.demo.rollout import PodView, plan
+from specfleet.demo.rollout import PodView, plan
 
 
 def _pods(*specs: tuple[str, str, bool]) -> list[PodView]:

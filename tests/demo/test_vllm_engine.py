@@ -20,9 +20,9 @@ import kubernetes.config
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from specfleet.demo.resources import VLLM_POLICY, vllm_fleet
+from specfleet.demo.session import DemoConfig, DemoSession
 from specfleet.operator.api.constants import ANNOTATION_METRICS_PORT
-from specfleet.operator.demo.resources import VLLM_POLICY, vllm_fleet
-from specfleet.operator.demo.session import DemoConfig, DemoSession
 from tests.fixtures.deps import require_module
 
 pytestmark = [pytest.mark.slow, pytest.mark.engine, pytest.mark.timeout(600)]
@@ -57,7 +57,7 @@ def engine_methods(core: kubernetes.client.CoreV1Api, namespace: str) -> set[str
 def test_one_on_off_on_cycle_with_the_real_engine(tmp_path: Path) -> None:
     require_module("vllm")
     require_module("transformers")
-    from specfleet.runtime.tiny_model import build_tiny_llama
+    from specfleet.demo.tiny_model import build_tiny_llama
 
     fleet = vllm_fleet(str(build_tiny_llama(tmp_path / "tiny-llama")))
     config = DemoConfig(

@@ -24,10 +24,10 @@ import kubernetes.config
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from specfleet.demo.load import Cycle
+from specfleet.demo.resources import VLLM_POLICY, vllm_fleet
+from specfleet.demo.session import DemoConfig, DemoSession
 from specfleet.operator.api.constants import ANNOTATION_CONTROL_PORT, ANNOTATION_METRICS_PORT, LABEL_CONFIG_HASH
-from specfleet.operator.demo.load import Cycle
-from specfleet.operator.demo.resources import VLLM_POLICY, vllm_fleet
-from specfleet.operator.demo.session import DemoConfig, DemoSession
 from specfleet.runtime.table_control import CONTROL_TABLE_PATH, LiveTable
 from tests.fixtures.deps import require_module
 from tests.operator.test_reconcile import _events
@@ -75,7 +75,7 @@ def _live(demo: DemoSession, name: str) -> dict[str, Any]:
 def test_the_operator_pushes_its_table_to_a_real_runtime_pod(tmp_path: Path) -> None:
     require_module("vllm")
     require_module("transformers")
-    from specfleet.runtime.tiny_model import build_tiny_llama
+    from specfleet.demo.tiny_model import build_tiny_llama
 
     fleet = dataclasses.replace(vllm_fleet(str(build_tiny_llama(tmp_path / "tiny-llama"))), k=2, max_k=3)
     config = DemoConfig(workdir=tmp_path, fleets=(fleet,), engine="vllm", signals="scrape", policy_overrides=POLICY,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from tests.emulator.widgets import widget_crd
 from tests.fixtures.deps import require_binary
 

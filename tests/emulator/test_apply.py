@@ -12,10 +12,10 @@ import kubernetes.client
 import pytest
 import yaml
 
-from specfleet.operator.emulator import EmulatorServer
-from specfleet.operator.emulator.apply import APPLY, UPDATE, Writer, managed_fields, merge, pruned
-from specfleet.operator.emulator.errors import ApiError
-from specfleet.operator.emulator.fieldsets import (
+from specfleet.emulator import EmulatorServer
+from specfleet.emulator.apply import APPLY, UPDATE, Writer, managed_fields, merge, pruned
+from specfleet.emulator.errors import ApiError
+from specfleet.emulator.fieldsets import (
     Path,
     builtin_shape,
     from_fields_v1,

@@ -1,4 +1,4 @@
-"""`python -m specfleet.operator.emulator`: serves with the given manifests until SIGTERM."""
+"""`python -m specfleet.emulator`: serves with the given manifests until SIGTERM."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_standalone_server(tmp_path: pathlib.Path) -> None:
     command = [
         sys.executable,
         "-m",
-        "specfleet.operator.emulator",
+        "specfleet.emulator",
         "--port",
         "0",
         "--crds",

@@ -15,7 +15,7 @@ import kopf
 import kubernetes
 import pytest
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from tests.emulator.widgets import API_VERSION, GROUP, KIND, PLURAL, widget
 
 FINALIZER = "kopf.zalando.org/KopfFinalizerMarker"

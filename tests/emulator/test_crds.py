@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from tests.emulator.conftest import Http
 from tests.emulator.widgets import widget_crd
 

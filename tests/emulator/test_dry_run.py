@@ -7,7 +7,7 @@ import pathlib
 
 import yaml
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from tests.emulator.conftest import Http, Kubectl, kubectl_fails
 from tests.emulator.test_watch import rv, summary, watch
 from tests.emulator.widgets import API_VERSION, PLURAL, widget

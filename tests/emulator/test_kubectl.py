@@ -9,8 +9,8 @@ import subprocess
 import pytest
 import yaml
 
+from specfleet.emulator import EmulatorServer
 from specfleet.operator.api.types import SpecDecodeDeploymentSpec, SpeculationSpec
-from specfleet.operator.emulator import EmulatorServer
 from tests.emulator.conftest import Kubectl, kubectl_fails
 from tests.emulator.widgets import widget, widget_crd
 from tests.fixtures.deps import require_binary

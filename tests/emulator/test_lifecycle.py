@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from tests.emulator.conftest import Http
 from tests.emulator.widgets import widget
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specfleet.operator.emulator.patching import PatchError, apply_patch, merge_patch, strategic_merge_patch
+from specfleet.emulator.patching import PatchError, apply_patch, merge_patch, strategic_merge_patch
 from tests.emulator.conftest import Http
 from tests.emulator.widgets import widget
 

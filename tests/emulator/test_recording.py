@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from specfleet.operator.emulator import EmulatorServer, RecordedRequest
-from specfleet.operator.emulator.paths import ApiPath, parse_path
+from specfleet.emulator import EmulatorServer, RecordedRequest
+from specfleet.emulator.paths import ApiPath, parse_path
 from tests.emulator.conftest import Http
 from tests.emulator.widgets import widget
 

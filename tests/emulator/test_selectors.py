@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specfleet.operator.emulator.selectors import SelectorError, field_matcher, label_matcher
+from specfleet.emulator.selectors import SelectorError, field_matcher, label_matcher
 
 OBJ = {"metadata": {"name": "n", "namespace": "ns", "labels": {"app": "web", "tier": "front"}}}
 

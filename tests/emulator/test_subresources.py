@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from tests.emulator.conftest import Http
 from tests.emulator.widgets import widget
 

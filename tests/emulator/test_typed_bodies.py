@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import base64
 
-from specfleet.operator.emulator import EmulatorServer
-from specfleet.operator.emulator.protobuf import MEDIA_TYPE, decode
+from specfleet.emulator import EmulatorServer
+from specfleet.emulator.protobuf import MEDIA_TYPE, decode
 from tests.emulator.conftest import Http, Kubectl, kubectl_fails
 
 # `kubectl create secret generic s1 --from-literal=a=b` as kubectl 1.35 sends it (captured with -v=9).

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from specfleet.operator.emulator.cel import check_rules
-from specfleet.operator.emulator.schema import apply_defaults, prune, unknown_fields, validate
+from specfleet.emulator.cel import check_rules
+from specfleet.emulator.schema import apply_defaults, prune, unknown_fields, validate
 from tests.emulator.conftest import Http
 from tests.emulator.widgets import widget
 

@@ -7,7 +7,7 @@ import time
 import urllib.request
 from typing import Any
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from tests.emulator.conftest import Http, call
 from tests.emulator.widgets import widget, widget_crd
 

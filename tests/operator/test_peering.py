@@ -10,7 +10,7 @@ from typing import Any
 import kubernetes.client
 import pytest
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from specfleet.operator.runner import BackgroundOperator
 from tests.examples import EXAMPLES, load
 from tests.fixtures.operator import in_namespace, operator_config, wait_for

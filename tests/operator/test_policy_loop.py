@@ -11,8 +11,8 @@ from typing import Any
 import kubernetes.client
 import pytest
 
+from specfleet.emulator import EmulatorServer
 from specfleet.operator.api.constants import ANNOTATION_PAUSED, GROUP, LABEL_CONFIG_HASH, VERSION
-from specfleet.operator.emulator import EmulatorServer
 from specfleet.operator.runner import BackgroundOperator
 from tests.fixtures.operator import operator_config, wait_for
 from tests.fixtures.prometheus import PrometheusServer

@@ -12,6 +12,7 @@ from typing import Any
 import kubernetes.client
 import pytest
 
+from specfleet.emulator import EmulatorServer
 from specfleet.operator.api.constants import (
     ANNOTATION_CONFIG_HASH,
     GROUP,
@@ -20,7 +21,6 @@ from specfleet.operator.api.constants import (
     VERSION,
 )
 from specfleet.operator.api.crdgen import spec_decode_deployment_crd
-from specfleet.operator.emulator import EmulatorServer
 from specfleet.operator.runner import BackgroundOperator
 from tests.examples import EXAMPLES, INVALID, load
 from tests.fixtures.operator import in_namespace, operator_config, wait_for

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from specfleet.demo.local_engine import free_port
 from specfleet.operator.cli import main
-from specfleet.runtime.local import free_port
 
 GOOD = json.dumps({"prompt": "the cat", "max_tokens": 4})
 

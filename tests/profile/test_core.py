@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-from specfleet.operator.profile.crossover import crossing, crossovers
-from specfleet.operator.profile.measure import RequestTiming, point_result, spec_counts
-from specfleet.operator.profile.plan import Configuration, PlanError, Point, parse_engine, parse_ints, plan_sweep
-from specfleet.operator.profile.report import ProfilePoint, ProfileReport, Summary, render_table
-from specfleet.operator.profile.workload import CHAT_PATH, COMPLETIONS_PATH, WorkloadError, parse_requests
 from specfleet.operator.signals.snapshot import Sample, Snapshot
+from specfleet.profile.crossover import crossing, crossovers
+from specfleet.profile.measure import RequestTiming, point_result, spec_counts
+from specfleet.profile.plan import Configuration, PlanError, Point, parse_engine, parse_ints, plan_sweep
+from specfleet.profile.report import ProfilePoint, ProfileReport, Summary, render_table
+from specfleet.profile.workload import CHAT_PATH, COMPLETIONS_PATH, WorkloadError, parse_requests
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "temperature": 0.7, "top_p": 0.9, "max_tokens": 200}
 COMPLETION = {"prompt": "the cat", "temperature": 0, "max_tokens": 8}

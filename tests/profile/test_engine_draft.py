@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from specfleet.operator.profile.report import ProfileReport
+from specfleet.profile.report import ProfileReport
 from tests.fixtures.vllm import ControlToken, EngineServer
 from tests.profile.engines import counters, live_table, run_profile, write_requests
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from specfleet.operator.profile.report import ProfileReport
+from specfleet.profile.report import ProfileReport
 from tests.fixtures.vllm import ControlToken, EngineServer
 from tests.profile.engines import (
     counters,

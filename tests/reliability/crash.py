@@ -22,10 +22,10 @@ from typing import Any
 
 import kubernetes.client
 
+from specfleet.emulator import EmulatorServer
 from specfleet.operator.api.constants import GROUP, LABEL_CONFIG_HASH, LABEL_DEPLOYMENT, MANAGER, SDD_PLURAL, VERSION
 from specfleet.operator.api.parse import parse_spec
 from specfleet.operator.api.types import SpeculationState
-from specfleet.operator.emulator import EmulatorServer
 from specfleet.operator.policy.decision import Action
 from specfleet.operator.render.applied import in_place
 from specfleet.operator.render.children import render_children

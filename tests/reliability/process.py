@@ -12,7 +12,7 @@ from typing import Self
 
 import psutil  # type: ignore[import-untyped]
 
-from specfleet.operator.emulator import EmulatorServer, kopf_peering_crds
+from specfleet.emulator import EmulatorServer, kopf_peering_crds
 from tests.fixtures.cluster import CRDS_DIR
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from typing import Any
 import kubernetes.client
 import pytest
 
+from specfleet.emulator import EmulatorServer
 from specfleet.operator.api.constants import MANAGER
-from specfleet.operator.emulator import EmulatorServer
 from specfleet.operator.handlers.fleet import drifted
 from specfleet.operator.runner import BackgroundOperator
 from tests.examples import EXAMPLES, load

@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from tests.fixtures.prometheus import PrometheusServer
 from tests.reliability.crash import Campaign, history_violation
 

@@ -15,10 +15,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from specfleet.emulator import EmulatorServer
 from specfleet.operator.api.constants import GROUP, SDD_PLURAL, VERSION
 from specfleet.operator.api.parse import InvalidSpecError, parse_spec
 from specfleet.operator.api.types import SpeculationState
-from specfleet.operator.emulator import EmulatorServer
 from specfleet.operator.render.children import render_children
 from specfleet.operator.render.labels import Owner
 from specfleet.runtime.engine_args import EngineConfig

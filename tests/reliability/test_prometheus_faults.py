@@ -11,7 +11,7 @@ from typing import Any
 import kubernetes.client
 import pytest
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from specfleet.operator.runner import BackgroundOperator
 from tests.fixtures.operator import operator_config, wait_for
 from tests.fixtures.prometheus import PrometheusServer

@@ -12,7 +12,7 @@ import urllib.request
 import kubernetes.client
 import pytest
 
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.emulator import EmulatorServer
 from tests.examples import EXAMPLES, load
 from tests.fixtures.operator import in_namespace, wait_for
 from tests.fixtures.prometheus import PrometheusServer, free_port

@@ -15,11 +15,11 @@ from typing import Any
 import kubernetes.client
 import pytest
 
+from specfleet.emulator import EmulatorServer
 from specfleet.operator.api.crdgen import spec_decode_deployment_crd
-from specfleet.operator.api.extra_args import EXTRA_ARG_SYNTAX_MESSAGE, MANAGED_FLAGS_MESSAGE
 from specfleet.operator.api.quantity import EXTENDED_EQUAL, EXTENDED_WHOLE
 from specfleet.operator.api.types import PORT_COLLIDES, RUNTIME_ENV
-from specfleet.operator.emulator import EmulatorServer
+from specfleet.runtime.extra_args import EXTRA_ARG_SYNTAX_MESSAGE, MANAGED_FLAGS_MESSAGE
 from tests.api.test_extra_args import BYPASSES, LEGITIMATE
 from tests.examples import EXAMPLES, load
 from tests.fixtures.operator import in_namespace, wait_for

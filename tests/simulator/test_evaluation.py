@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from specfleet.operator.policy.state import SpecConfig
-from specfleet.operator.simulator.cli import main
-from specfleet.operator.simulator.config import static, table
-from specfleet.operator.simulator.evaluation import (
+from specfleet.simulator.cli import main
+from specfleet.simulator.config import static, table
+from specfleet.simulator.evaluation import (
     AUTO,
     BASELINES,
     BEST_TABLE,
@@ -28,9 +28,9 @@ from specfleet.operator.simulator.evaluation import (
     restart_oracle,
     summarize,
 )
-from specfleet.operator.simulator.fleet import RunResult
-from specfleet.operator.simulator.traces import builtin_trace
-from specfleet.operator.simulator.workload import Requests
+from specfleet.simulator.fleet import RunResult
+from specfleet.simulator.traces import builtin_trace
+from specfleet.simulator.workload import Requests
 
 ALL_RUNS = {AUTO, ORACLE, RESTART_ORACLE, BEST_TABLE, *BASELINES, *TABLE_CANDIDATES}
 

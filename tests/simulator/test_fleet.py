@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from specfleet.operator.policy.state import SpecConfig
-from specfleet.operator.simulator.config import config_hash, static, table
-from specfleet.operator.simulator.controllers import Fixed
-from specfleet.operator.simulator.feed import SimulatedScrape
-from specfleet.operator.simulator.fleet import FleetSimulation
-from specfleet.operator.simulator.metrics import PodMetrics
+from specfleet.simulator.config import config_hash, static, table
+from specfleet.simulator.controllers import Fixed
+from specfleet.simulator.feed import SimulatedScrape
+from specfleet.simulator.fleet import FleetSimulation
+from specfleet.simulator.metrics import PodMetrics
 from tests.simulator.fleets import small_fleet
 
 

@@ -7,9 +7,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from specfleet.operator.policy.state import SpecConfig
 from specfleet.operator.signals.scrape import parse_exposition
-from specfleet.operator.simulator.config import VLLM_DOCUMENTED_TABLE, static, table
-from specfleet.operator.simulator.feed import pod_samples
-from specfleet.operator.simulator.metrics import render_exposition
+from specfleet.simulator.config import VLLM_DOCUMENTED_TABLE, static, table
+from specfleet.simulator.feed import pod_samples
+from specfleet.simulator.metrics import render_exposition
 from tests.simulator.fleets import small_fleet
 
 VLLM_FAMILIES = {

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from specfleet.operator.simulator.evaluation import Scenario
-from specfleet.operator.simulator.hardware import H100, H200, LLAMA_1B, LLAMA_8B, LLAMA_70B, QWEN3_0_6B, QWEN3_8B
-from specfleet.operator.simulator.perf import (
+from specfleet.simulator.evaluation import Scenario
+from specfleet.simulator.hardware import H100, H200, LLAMA_1B, LLAMA_8B, LLAMA_70B, QWEN3_0_6B, QWEN3_8B
+from specfleet.simulator.perf import (
     FIT_EAGLE_8B_H100,
     FIT_TARGET_S,
     DraftFamily,
@@ -14,7 +14,7 @@ from specfleet.operator.simulator.perf import (
     replica_perf,
     zero_row_tax,
 )
-from specfleet.operator.simulator.traces import builtin_trace
+from specfleet.simulator.traces import builtin_trace
 
 
 def test_8b_on_h100_is_the_fitted_model_below_the_knee() -> None:

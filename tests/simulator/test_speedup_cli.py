@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from specfleet.operator.simulator.cli import main, parse_table
+from specfleet.simulator.cli import main, parse_table
 
 
 def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, object]:

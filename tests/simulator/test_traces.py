@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from specfleet.operator.simulator.traces import HOUR, builtin_trace, parse_trace_csv
-from specfleet.operator.simulator.workload import CHAT_FR, CODE_EN, generate_requests
+from specfleet.simulator.traces import HOUR, builtin_trace, parse_trace_csv
+from specfleet.simulator.workload import CHAT_FR, CODE_EN, generate_requests
 
 
 def test_diurnal_peaks_in_the_afternoon_and_bottoms_before_dawn() -> None:

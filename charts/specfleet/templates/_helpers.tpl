@@ -69,7 +69,7 @@ app.kubernetes.io/part-of: specfleet
 {{- toJson $namespaces }}
 {{- end }}
 
-{{/* Label selector of the engine pods the operator renders (operator/render/labels.py). */}}
+{{/* Label selector of the engine pods the operator renders (operator/specfleet/operator/render/labels.py). */}}
 {{- define "specfleet.engineSelector" -}}
 app.kubernetes.io/name: specfleet-engine
 {{- end }}

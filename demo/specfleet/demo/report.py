@@ -1,0 +1,154 @@
+"""SHELL the end of a demo run: the live run against the static baselines on the same trace, and a PNG.
+
+The baselines (off, k=1, k=3, k=5, vLLM's documented table) and the policy's own simulated run are
+`specfleet simulate` on the run's trace (same load, same pod start-up time); the live row is what the local
+fleet's engines measured for every request completed while the real operator was in charge.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt
+import numpy as np
+from rich.table import Table
+
+from specfleet.demo.fleet import Completed
+from specfleet.demo.load import Answer
+from specfleet.demo.resources import FleetSpec
+from specfleet.demo.timeline import Timeline
+from specfleet.operator.api.policy_types import PolicySpec
+from specfleet.simulator.evaluation import (
+    AUTO,
+    BASELINES,
+    BEST_TABLE,
+    RESTART_ORACLE,
+    Evaluation,
+    Scenario,
+    evaluate,
+)
+from specfleet.simulator.traces import Trace
+
+LIVE = "live"
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    requests: int
+    tpot_mean: float
+    tpot_p90: float
+    e2e_mean: float
+    e2e_p90: float
+    throughput: float  # generated tokens/s
+    changes: int
+
+
+def live_row(completed: Sequence[Completed], duration: float, changes: int) -> Row:
+    tpot = [c.finished.tpot for c in completed]
+    e2e = [c.finished.e2e for c in completed]
+    return _row(LIVE, tpot, e2e, sum(c.finished.output for c in completed), duration, changes)
+
+
+def answers_row(answers: Sequence[Answer], duration: float, changes: int) -> Row:
+    """The real engine's requests as their clients saw them (no streaming: TPOT here is E2E / tokens)."""
+    tpot = [a.e2e / a.tokens for a in answers]
+    e2e = [a.e2e for a in answers]
+    return _row("live vLLM", tpot, e2e, sum(a.tokens for a in answers), duration, changes)
+
+
+def _row(name: str, tpot: Sequence[float], e2e: Sequence[float], tokens: int, duration: float, changes: int) -> Row:
+    if not len(tpot):
+        return Row(name, 0, float("nan"), float("nan"), float("nan"), float("nan"), 0.0, changes)
+    return Row(
+        name, len(tpot), float(np.mean(tpot)), float(np.percentile(tpot, 90)), float(np.mean(e2e)),
+        float(np.percentile(e2e, 90)), tokens / duration, changes,
+    )  # fmt: skip
+
+
+def baselines(
+    fleet: FleetSpec, trace: Trace, policy: dict[str, object], gpu: str, restart_seconds: float
+) -> Evaluation:
+    scenario = Scenario(
+        name=fleet.name, trace=trace, gpu=gpu, replicas=fleet.replicas, method=fleet.method,
+        restart_seconds=restart_seconds, dt=0.5,
+    )  # fmt: skip
+    return evaluate(scenario, PolicySpec.model_validate(policy))
+
+
+# The simulated policy, the static settings a user could have pinned, the best of the candidate tables, and the
+# hindsight schedule that pays for its restarts; the raw candidate tables and the free oracle would crowd it.
+SHOWN = frozenset({AUTO, *BASELINES, BEST_TABLE, RESTART_ORACLE})
+
+
+def rows(live: Row, evaluation: Evaluation) -> list[Row]:
+    simulated = [
+        Row(
+            f"sim {name}",
+            int(np.sum(~np.isnan(evaluation.results[name].tpot))),
+            s.tpot_mean,
+            s.tpot_p90,
+            s.e2e_mean,
+            s.e2e_p90,
+            s.throughput,
+            s.restarts,
+        )
+        for name, s in evaluation.summaries.items()
+        if name in SHOWN
+    ]
+    return [live, *simulated]
+
+
+def summary_table(title: str, table_rows: Sequence[Row]) -> Table:
+    table = Table(title=title)
+    for column in ("run", "requests", "TPOT mean", "TPOT p90", "E2E mean", "E2E p90", "tok/s", "changes"):
+        table.add_column(column, justify="left" if column == "run" else "right")
+    for row in table_rows:
+        table.add_row(
+            row.name, str(row.requests), f"{row.tpot_mean * 1e3:.2f}ms", f"{row.tpot_p90 * 1e3:.2f}ms",
+            f"{row.e2e_mean:.2f}s", f"{row.e2e_p90:.2f}s", f"{row.throughput:.0f}", str(row.changes),
+        )  # fmt: skip
+    return table
+
+
+def plot_timeline(timeline: Timeline, deployment: str, path: Path) -> None:
+    """Offered load and measured concurrency; acceptance and TPOT; the mode and k, with each decision."""
+    points = [p for p in timeline.points if p.deployment == deployment]
+    t = [p.time for p in points]
+    fig, (load_ax, signal_ax, mode_ax) = plt.subplots(3, 1, figsize=(10, 8), sharex=True)
+    load_ax.plot(t, [p.offered_qps for p in points], color="tab:blue", label="offered requests/s")
+    load_ax.set_ylabel("requests/s")
+    running = load_ax.twinx()
+    running.plot(t, [p.concurrency or np.nan for p in points], color="tab:orange", label="running per replica")
+    running.set_ylabel("running per replica", color="tab:orange")
+    signal_ax.plot(t, [(p.tpot_seconds or np.nan) * 1e3 for p in points], color="tab:red")
+    signal_ax.set_ylabel("TPOT (ms)", color="tab:red")
+    length = signal_ax.twinx()
+    length.plot(t, [p.acceptance_length or np.nan for p in points], color="tab:green")
+    length.set_ylabel("acceptance length L", color="tab:green")
+    mode_ax.step(t, [p.k if p.enabled else 0 for p in points], where="post", lw=2, label="k (0 = off)")
+    mode_ax.step(t, [p.ready for p in points], where="post", alpha=0.6, label="ready pods")
+    for decision in timeline.changes(deployment):
+        mode_ax.axvline(decision.time, color="grey", ls="--", lw=0.8)
+        mode_ax.annotate(decision.action, (decision.time, mode_ax.get_ylim()[1]), rotation=90, va="top", fontsize=7)
+    mode_ax.set_ylabel("speculation")
+    mode_ax.set_xlabel("seconds since traffic started")
+    mode_ax.legend(loc="lower right", fontsize=7)
+    load_ax.set_title(f"{deployment}: the operator's decisions as the load crosses the crossover")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_summary(path: Path, table_rows: Sequence[Row], timeline: Timeline, deployment: str) -> None:
+    summary = {
+        "rows": [asdict(row) for row in table_rows],
+        "decisions": [asdict(d) for d in timeline.changes(deployment)],
+    }
+    path.write_text(json.dumps(summary, indent=2))
