@@ -31,7 +31,8 @@ lint: deps
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/specfleet crds --check crds
+	$(BIN)/specfleet crds --check crds --check charts/specfleet/crds/specfleet
+	$(BIN)/python -m scripts.chart_readme --check
 
 lock:
 	PYTHON="$(PYTHON)" bash scripts/lock.sh

@@ -2,12 +2,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from specfleet.operator.api.crdgen import all_crds, spec_decode_deployment_crd
+import pytest
+from pydantic import ValidationError
+
+from specfleet.operator.api.crdgen import all_crds, spec_decode_deployment_crd, speculation_policy_crd
 from specfleet.operator.api.quantity import QUANTITY_PATTERN
-from specfleet.operator.api.types import MAX_RESOURCES, PORT_COLLIDES
+from specfleet.operator.api.types import MAX_RESOURCES, PORT_COLLIDES, Condition
 from specfleet.operator.cli import main, render_crd_files
+from specfleet.operator.status.conditions import set_condition
 from specfleet.runtime.extra_args import EXTRA_ARG_SYNTAX_MESSAGE, MANAGED_FLAGS_MESSAGE
 from tests.examples import ROOT
+
+NOW = "2026-01-01T00:00:00Z"
 
 
 def test_committed_crds_equal_generated() -> None:
@@ -49,11 +55,81 @@ def test_sdd_crd_has_subresources_and_columns() -> None:
         "statusReplicasPath": ".status.replicas",
         "labelSelectorPath": ".status.selector",
     }
-    columns = [c["name"] for c in version["additionalPrinterColumns"]]
-    for wanted in ("Mode", "Method", "K", "Accept-Len", "QPS", "Ready", "Age"):
-        assert wanted in columns
     spec_names = spec_decode_deployment_crd()["spec"]["names"]
     assert spec_names["shortNames"] == ["sdd"]
+
+
+def _columns(crd: dict[str, Any], priority: int) -> dict[str, str]:
+    columns = crd["spec"]["versions"][0]["additionalPrinterColumns"]
+    return {c["name"]: c["jsonPath"] for c in columns if c.get("priority", 0) == priority}
+
+
+def test_sdd_columns_lead_with_the_ready_condition_and_keep_detail_for_wide() -> None:
+    crd = spec_decode_deployment_crd()
+    ready = '.status.conditions[?(@.type=="Ready")]'
+    assert _columns(crd, 0) == {
+        "Ready": f"{ready}.status",
+        "Reason": f"{ready}.reason",
+        "Mode": ".spec.speculation.mode",
+        "Spec": ".status.speculation.enabled",
+        "K": ".status.speculation.k",
+        "Age": ".metadata.creationTimestamp",
+    }
+    assert set(_columns(crd, 1)) == {"Method", "Accept-Len", "QPS", "Ready-Pods"}
+
+
+def test_policy_columns_keep_margins_and_budget_for_wide() -> None:
+    crd = speculation_policy_crd()
+    assert set(_columns(crd, 0)) == {"Interval", "Cooldown", "Fallback", "Age"}
+    assert set(_columns(crd, 1)) == {"Enable-Margin", "Disable-Margin", "Restarts/h"}
+
+
+def test_every_column_but_age_is_described() -> None:
+    for crd in all_crds().values():
+        for column in crd["spec"]["versions"][0]["additionalPrinterColumns"]:
+            assert column["name"] == "Age" or column.get("description"), column["name"]
+
+
+def test_conditions_have_the_metav1_condition_schema() -> None:
+    root = spec_decode_deployment_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    conditions = root["properties"]["status"]["properties"]["conditions"]
+    assert conditions["x-kubernetes-list-type"] == "map"
+    assert conditions["x-kubernetes-list-map-keys"] == ["type"]
+    item = conditions["items"]
+    assert sorted(item["required"]) == sorted(["type", "status", "lastTransitionTime", "reason", "message"])
+    fields = item["properties"]
+    assert fields["lastTransitionTime"] == {
+        "type": "string",
+        "format": "date-time",
+        "description": fields["lastTransitionTime"]["description"],
+    }
+    assert fields["status"]["enum"] == ["True", "False", "Unknown"]
+    assert fields["observedGeneration"]["format"] == "int64"
+    assert fields["observedGeneration"]["minimum"] == 0
+    assert fields["reason"]["pattern"] == "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+    assert (fields["reason"]["minLength"], fields["reason"]["maxLength"]) == (1, 1024)
+    assert fields["type"]["maxLength"] == 316
+    assert fields["type"]["pattern"] == (
+        r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+    )
+    assert fields["message"]["maxLength"] == 32768
+    assert "default" not in fields["message"]
+
+
+def test_the_condition_model_refuses_what_the_apiserver_would() -> None:
+    """Reasons come from signal readers too (PrometheusUnreachable, NoSeries): a bad one fails here, not in the API."""
+    with pytest.raises(ValidationError, match="String should match pattern"):
+        Condition(type="Ready", status="True", reason="no-series", message="", last_transition_time=NOW)
+    with pytest.raises(ValidationError, match="not an RFC 3339 date-time"):
+        Condition(type="Ready", status="True", reason="Fine", message="", last_transition_time="2026-01-01 00:00")
+    with pytest.raises(ValidationError, match="message"):
+        Condition.model_validate({"type": "Ready", "status": "True", "reason": "Fine", "lastTransitionTime": NOW})
+
+
+def test_a_condition_message_is_cut_to_the_apiservers_limit() -> None:
+    (condition,) = set_condition([], "Degraded", True, "InvalidSpec", "x" * 40000, NOW, 1)
+    assert len(condition.message) == 32768
+    assert condition.message.endswith("…")
 
 
 def test_cel_rules_reach_the_schema() -> None:
@@ -76,3 +152,14 @@ def test_quantities_are_int_or_string_with_the_kubernetes_grammar() -> None:
         assert value["pattern"] == QUANTITY_PATTERN
         assert value["minimum"] == 0
         assert resources[kind]["maxProperties"] == MAX_RESOURCES
+
+
+def test_config_map_references_are_described_as_config_maps() -> None:
+    found = []
+    for crd in all_crds().values():
+        root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+        for path, node in _walk(root):
+            if ".configMapKeyRef." in path:
+                found.append(path)
+                assert "Secret" not in node.get("description", ""), path
+    assert ".spec.runtime.env[].valueFrom.configMapKeyRef.name" in found, found

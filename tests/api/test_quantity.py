@@ -12,6 +12,7 @@ import yaml
 from specfleet.operator.api.parse import InvalidSpecError, parse_spec
 from specfleet.operator.api.quantity import quantity_value
 from specfleet.operator.api.types import SpeculationState
+from specfleet.operator.config import DEFAULT_RUNTIME_IMAGE
 from specfleet.operator.render.children import render_children
 from specfleet.operator.render.labels import Owner
 
@@ -54,9 +55,9 @@ def test_integers_are_quantities_as_for_the_api_server() -> None:
     manifest = yaml.safe_load("resources: {requests: {cpu: 8, memory: 16Gi}, limits: {cpu: 8, amd.com/gpu: 2}}")
     spec = parse_spec(_spec(manifest))
     assert spec.runtime.resources.requests == {"cpu": "8", "memory": "16Gi"}
-    container = render_children(Owner("f", "ns", "u"), spec, SpeculationState(enabled=False))[0]["spec"]["template"][
+    container = render_children(Owner("f", "ns", "u"), spec, SpeculationState(enabled=False), DEFAULT_RUNTIME_IMAGE)[0][
         "spec"
-    ]["containers"][0]
+    ]["template"]["spec"]["containers"][0]
     assert container["resources"]["limits"]["amd.com/gpu"] == "2"
 
 

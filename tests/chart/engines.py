@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from specfleet.operator.api.parse import parse_spec
+from specfleet.operator.config import DEFAULT_RUNTIME_IMAGE
 from specfleet.operator.render.children import render_children
 from specfleet.operator.render.engine import initial_speculation
 from specfleet.operator.render.labels import Owner
@@ -18,7 +19,7 @@ def rendered_children(path: Path) -> list[dict[str, Any]]:
     meta = resource["metadata"]
     spec = parse_spec(resource["spec"])
     owner = Owner(name=meta["name"], namespace=meta.get("namespace", "default"), uid=f"uid-{meta['name']}")
-    return render_children(owner, spec, initial_speculation(spec))
+    return render_children(owner, spec, initial_speculation(spec), DEFAULT_RUNTIME_IMAGE)
 
 
 def engine_deployment(path: Path) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The chart as Helm sees it: lint, package, and the CRDs it installs (the generated ones, via a symlink)."""
+"""The chart as Helm sees it: lint, package, and the CRDs it installs (the generated ones, written into it)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from specfleet.operator.api.crdgen import all_crds
+from specfleet.operator.cli import main, render_crd_files
 from tests.chart.helm import CHART, ROOT, VALUE_SETS, helm, parse_manifests, value_args
 
 KOPF_PEERING_CRDS = {"clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev"}
@@ -20,10 +21,13 @@ def test_lint_strict(value_set: str) -> None:
     assert "[ERROR]" not in result.stdout, result.stdout
 
 
-def test_crds_come_from_the_generated_folder_not_a_copy() -> None:
-    link = CHART / "crds" / "specfleet"
-    assert link.is_symlink()
-    assert link.resolve() == (ROOT / "crds").resolve()
+def test_chart_crd_files_are_the_generator_output() -> None:
+    """Real files (a symlink out of the chart breaks `helm pull` of a repository and tools that copy charts),
+    exactly what `specfleet crds --write charts/specfleet/crds/specfleet` writes, and the same as crds/."""
+    folder = CHART / "crds" / "specfleet"
+    assert not folder.is_symlink()
+    assert main(["crds", "--check", str(folder)]) == 0, f"run `specfleet crds --write {folder.relative_to(ROOT)}`"
+    assert {path.name: path.read_text() for path in folder.iterdir()} == render_crd_files()
 
 
 def _crds_by_name(text: str) -> dict[str, dict[str, object]]:

@@ -17,12 +17,14 @@ from tests.chart.helm import (
     CHART,
     NAMESPACE,
     RELEASE,
+    ROOT,
     VALUE_SETS,
     chart_metadata,
     chart_values,
     helm,
     of_kind,
     one,
+    parse_manifests,
     render,
 )
 from tests.chart.validate import all_violations
@@ -87,7 +89,7 @@ def test_environment_is_the_configuration_the_values_describe(value_set: str) ->
     assert config.log_format == operator["logFormat"]
     assert config.verbose == operator["verbose"]
     assert config.interval_seconds == operator["intervalSeconds"]
-    assert config.peering == operator["peering"]["name"]
+    assert config.peering == (operator["peering"]["name"] or f"{RELEASE}-specfleet")
     assert config.standalone is False
     assert (config.health_port, config.metrics_port) == (operator["healthPort"], operator["metricsPort"])
     labels = operator["labels"]
@@ -97,8 +99,27 @@ def test_environment_is_the_configuration_the_values_describe(value_set: str) ->
 
 def test_default_label_mapping_is_the_operators_default() -> None:
     assert _config_of(_operator_container(render())) == OperatorConfig(
-        log_format="json", peering="specfleet", standalone=False
+        log_format="json", peering=f"{RELEASE}-specfleet", standalone=False
     )
+
+
+def _peering_names(release: str, sets: tuple[str, ...] = ()) -> list[str]:
+    done = helm("template", release, str(CHART), "--namespace", NAMESPACE, *(f"--set={s}" for s in sets))
+    assert done.returncode == 0, done.stderr
+    manifests = parse_manifests(done.stdout)
+    peerings = [*of_kind(manifests, "ClusterKopfPeering"), *of_kind(manifests, "KopfPeering")]
+    assert {doc["metadata"]["name"] for doc in peerings} == {_config_of(_operator_container(manifests)).peering}
+    return [doc["metadata"]["name"] for doc in peerings]
+
+
+@pytest.mark.parametrize("sets", [(), ("operator.watchNamespaces={team-a}",)])
+def test_each_release_peers_in_its_own_peering(sets: tuple[str, ...]) -> None:
+    """Two releases in one cluster (the second watching other namespaces, or a staging copy) must not meet in
+    one peering: Kopf would keep one active across both, and the other release's fleets unserved."""
+    first, second = _peering_names("first", sets), _peering_names("second", sets)
+    assert len(first) == len(second) == 1
+    assert first != second
+    assert _peering_names("first", (*sets, "operator.peering.name=shared")) == ["shared"]
 
 
 def test_probes_and_ports_reach_the_operator() -> None:
@@ -213,3 +234,41 @@ def test_notes_show_a_valid_first_specdecodedeployment() -> None:
     spec = parse_spec(resource["spec"])
     assert spec.policy_ref is not None
     assert spec.policy_ref.name == "sre-default"
+
+
+def _notes(*sets: str) -> tuple[str, list[dict[str, Any]]]:
+    """(NOTES.txt as `helm install` prints it, the manifests it installs)."""
+    args = ["install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--dry-run=client", *sets]
+    result = helm(*args)
+    assert result.returncode == 0, result.stderr
+    manifest, notes = result.stdout.split("NOTES:", 1)
+    return notes, parse_manifests(manifest.split("MANIFEST:", 1)[1])
+
+
+@pytest.mark.parametrize("sets", [(), ("--set", "fullnameOverride=fleet-ops")])
+def test_notes_commands_name_what_the_release_installed(sets: tuple[str, ...]) -> None:
+    notes, manifests = _notes(*sets)
+    commands = [line.split("#")[0].strip() for line in notes.splitlines() if re.match(r"\s+(kubectl|helm) ", line)]
+    assert not [command for command in commands if re.search(r"<\w+>", command)], "placeholder in NOTES"
+    deployment = one(manifests, "Deployment")
+    pods = deployment["spec"]["template"]["metadata"]["labels"]
+    for command in commands:
+        if command.startswith("kubectl -n"):
+            assert command.split()[2] in {NAMESPACE, "default"}, command
+        for name in re.findall(r"deployment/(\S+)", command):
+            assert name == deployment["metadata"]["name"], command
+        for selector in re.findall(r" -l (\S+)", command):
+            assert dict(term.split("=") for term in selector.split(",")).items() <= pods.items(), command
+    assert "kubectl get sdd -A" in commands
+    assert f"helm test {RELEASE} -n {NAMESPACE}" in commands
+    upgrade = f"helm upgrade {RELEASE} charts/specfleet -n {NAMESPACE} --reset-then-reuse-values"
+    assert upgrade in commands
+    assert "helm show crds charts/specfleet | kubectl apply --server-side -f -" in commands
+
+
+def test_notes_point_at_docs_that_exist() -> None:
+    notes, _ = _notes()
+    listed = re.findall(r"^\s+((?:charts|docs|examples)/\S*)", notes, re.MULTILINE)
+    assert {"charts/specfleet/README.md", "docs/helm.md", "docs/runbooks.md"} <= set(listed)
+    assert [path for path in listed if not (ROOT / path).exists()] == []
+    assert chart_metadata()["home"] in notes

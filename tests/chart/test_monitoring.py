@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from specfleet.operator.api.constants import LABEL_CONFIG_HASH, LABEL_DEPLOYMENT
 from specfleet.operator.config import OperatorConfig
 from specfleet.operator.signals.model import LabelMapping
 from tests.chart.engines import engine_deployment
-from tests.chart.helm import NAMESPACE, RELEASE, chart_values, one, render
+from tests.chart.helm import NAMESPACE, RELEASE, ROOT, chart_metadata, chart_values, one, render
 from tests.chart.promtool import check_rules, counter, run_rule_tests, series
 from tests.chart.relabel import pod_meta_labels, relabel
 from tests.examples import valid_examples
@@ -26,6 +27,7 @@ MONITORING = ("monitoring.podMonitor.enabled=true", "monitoring.prometheusRule.e
 WITH_OPERATOR_SCRAPE = (*MONITORING, "monitoring.serviceMonitor.enabled=true")
 DASHBOARD = ("monitoring.grafanaDashboard.enabled=true",)
 # Grafana's variables, as the dashboard would expand them with "All" selected.
+RUNBOOKS = ROOT / "docs" / "runbooks.md"
 GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$__range": "1h", "$namespace": ".*", "$deployment": ".*"}
 
 
@@ -87,6 +89,25 @@ def test_alert_rules_pass_promtool_check(tmp_path: Path) -> None:
         "SpecfleetMetricsUnavailable",
     } <= alerts
     assert "SpecfleetRollback" in alerts
+
+
+def _anchors(markdown: str) -> dict[str, str]:
+    """GitHub's anchor of each heading (lower case, punctuation dropped, spaces to hyphens) -> the heading."""
+    headings = re.findall(r"^#+ (.+)$", markdown, re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-"): heading for heading in headings}
+
+
+@pytest.mark.parametrize("base", [None, "https://wiki.example.com/specfleet/runbooks"])
+def test_every_alert_links_its_section_of_the_runbooks(base: str | None) -> None:
+    sets = (*WITH_OPERATOR_SCRAPE, *([f"monitoring.prometheusRule.runbookBaseUrl={base}"] if base else []))
+    # The default page is docs/runbooks.md of the chart's own repository.
+    page = base or f"{chart_metadata()['home']}/blob/main/docs/runbooks.md"
+    anchors = _anchors(RUNBOOKS.read_text())
+    alerts = [rule for group in _rule_groups(sets) for rule in group["rules"] if "alert" in rule]
+    for rule in alerts:
+        url, _, anchor = rule["annotations"].get("runbook_url", "").partition("#")
+        assert (url, anchors.get(anchor)) == (page, rule["alert"]), f"{rule['alert']}: {rule['annotations']}"
+    assert {rule["alert"] for rule in alerts} == set(re.findall(r"^## (\w+)$", RUNBOOKS.read_text(), re.MULTILINE))
 
 
 def _without_annotations(groups: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

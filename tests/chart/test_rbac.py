@@ -47,6 +47,11 @@ UNEXERCISED = {
         )
     },
     Grant("delete", "", "pods"): "a pod that keeps refusing its live table is restarted; the emulator runs no pods",
+    **{
+        Grant(verb, "batch", "jobs"): "a profile's Job, once its engine pod is Ready; the emulator runs no pods "
+        "(tests/demo/test_profile_job.py runs one with the demo's local fleet)"
+        for verb in ("get", "create", "patch")
+    },
     Grant("get", "specfleet.dev", "speculationpolicies"): "policyRef resolution by the policy loop",
     Grant("list", "specfleet.dev", "speculationpolicies"): "policyRef resolution by the policy loop",
     Grant("watch", "specfleet.dev", "speculationpolicies"): "policyRef resolution by the policy loop",
@@ -161,6 +166,13 @@ def _exercise(emulator: EmulatorServer, namespace: str) -> None:
     emulator.apply(changed)
     wait_for(lambda: fleet.service_port() == 8001, what="the Service patched to the new port")
     wait_for(lambda: fleet.pdb()["spec"]["maxUnavailable"] == 1, what="the PDB patched back")
+    # A profile of the fleet whose prompts do not exist yet: it waits, Pending (its Job needs a Ready engine pod).
+    profile = in_namespace(load(EXAMPLES / "llama-8b-profile.yaml"), namespace)
+    emulator.apply(profile)
+    profile_ref = ("specfleet.dev/v1alpha1", "speculationprofiles", profile["metadata"]["name"], namespace)
+    wait_for(
+        lambda: (emulator.get(*profile_ref) or {}).get("status", {}).get("phase") == "Pending", what="a Pending profile"
+    )
     # Kopf posts Events from a queue of its own: let it drain before the operator stops.
     wait_for(fleet.posted_event, what="an Event")
 

@@ -45,8 +45,7 @@ def custom_resource_schema(crd_schema: Mapping[str, Any]) -> dict[str, Any]:
 def _crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
     """(apiVersion, kind) -> schema, for the chart's own CRDs and the vendored prometheus-operator ones."""
     schemas: dict[tuple[str, str], dict[str, Any]] = {}
-    # Two explicit levels: crds/specfleet is a symlink, which a recursive glob does not enter.
-    for path in sorted([*CHART.glob("crds/*.yaml"), *CHART.glob("crds/*/*.yaml")]):
+    for path in sorted((CHART / "crds").rglob("*.yaml")):
         for crd in yaml.safe_load_all(path.read_text()):
             for version in crd["spec"]["versions"]:
                 key = (f"{crd['spec']['group']}/{version['name']}", crd["spec"]["names"]["kind"])

@@ -217,3 +217,46 @@ def test_cel_evaluation_error_is_reported() -> None:
     (failure,) = check_rules({}, schema, path="spec")
     assert failure["field"] == "spec"
     assert "evaluating rule: self.missing > 1" in failure["message"]
+
+
+@pytest.mark.parametrize(
+    ("text", "valid"),
+    [
+        ("2026-01-02T15:04:05Z", True),
+        ("2026-01-02t15:04:05.123456+01:00", True),
+        ("2026-02-30T00:00:00Z", False),
+        ("2026-01-02T24:00:00Z", False),
+        ("2026-01-02T15:04Z", False),
+        ("2026-01-02 15:04:05Z", False),
+        ("yesterday", False),
+    ],
+)
+def test_date_time_format_is_checked_as_the_apiserver_does(text: str, valid: bool) -> None:
+    schema = {"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}}}
+    refused = {
+        "reason": "FieldValueInvalid",
+        "message": f'Invalid value: "{text}": at in body must be of type date-time: "{text}"',
+        "field": "at",
+    }
+    assert validate({"at": text}, schema) == ([] if valid else [refused])
+
+
+def test_map_lists_refuse_a_key_twice_and_set_lists_a_value_twice() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "conditions": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["type"],
+                "items": {"type": "object", "properties": {"type": {"type": "string"}, "s": {"type": "string"}}},
+            },
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+        },
+    }
+    twice = {"conditions": [{"type": "Ready", "s": "a"}, {"type": "Done"}, {"type": "Ready", "s": "b"}]}
+    assert validate(twice, schema) == [
+        {"reason": "FieldValueDuplicate", "message": 'Duplicate value: {"type": "Ready"}', "field": "conditions[2]"}
+    ]
+    assert [c["field"] for c in validate({"tags": ["a", "b", "a"]}, schema)] == ["tags[2]"]
+    assert validate({"conditions": [{"type": "Ready"}, {"type": "Done"}], "tags": ["a", "b"]}, schema) == []

@@ -29,7 +29,7 @@ WORKSHOP_ONLY = {"matplotlib", "rich", "kmock", "cel-python", "jsonpatch", "prot
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("wheels")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", out]
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", str(out)]
         + [str(ROOT / folder) for folder in ("runtime", "operator")],
         check=True,
         timeout=240,

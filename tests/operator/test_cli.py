@@ -15,6 +15,15 @@ def test_crds_check_fails_on_a_stale_file(tmp_path: Path) -> None:
     assert main(["crds", "--check", str(tmp_path)]) == 1
 
 
+def test_crds_write_and_check_several_folders(tmp_path: Path) -> None:
+    folders = [str(tmp_path / "crds"), str(tmp_path / "chart")]
+    assert main(["crds", "--write", folders[0], "--write", folders[1]]) == 0
+    assert main(["crds", "--check", folders[0], "--check", folders[1]]) == 0
+    (tmp_path / "chart" / "renamed.specfleet.dev.yaml").write_text("kind: CustomResourceDefinition\n")
+    assert main(["crds", "--check", folders[0], "--check", folders[1]]) == 1
+    assert main(["crds", "--check", folders[0]]) == 0
+
+
 def test_crds_print(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["crds"]) == 0
     assert "kind: CustomResourceDefinition" in capsys.readouterr().out

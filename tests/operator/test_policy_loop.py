@@ -157,27 +157,41 @@ def test_load_past_the_crossover_turns_speculation_off_and_back_on(
     assert available["status"] == "True"
 
 
-@pytest.mark.usefixtures("loop_operator")
-def test_recommend_mode_reports_and_changes_nothing(
+def _recommendations(emulator: EmulatorServer, namespace: str) -> list[dict[str, Any]]:
+    return [event for event in _events(emulator, namespace) if event["reason"] == "Recommendation"]
+
+
+def test_recommend_mode_announces_its_advice_once_across_restarts_and_changes_nothing(
     emulator: EmulatorServer,
     prometheus_server: PrometheusServer,
+    kubeconfig: pathlib.Path,
     api_client: kubernetes.client.ApiClient,
     namespace: str,
 ) -> None:
+    config = operator_config(kubeconfig, prometheus_url=prometheus_server.url, interval_seconds=1.0)
     _create(api_client, _fleet(namespace, "trial", mode="Recommend"))
+
+    def disables() -> list[dict[str, Any]]:
+        return [d for d in _decisions(emulator, namespace, "trial") if d["action"] == "disable"]
+
     with Kubelet(emulator, prometheus_server, namespace, "trial") as kubelet:
         kubelet.set_load(HIGH)
-        wait_for(lambda: kubelet.hash, what="the pod")
-        first_hash = kubelet.hash
-        recommended = wait_for(
-            lambda: [d for d in _decisions(emulator, namespace, "trial") if d["action"] == "disable"],
-            60,
-            "a recommendation to disable",
-        )
-        assert recommended[-1]["applied"] is False
+        with BackgroundOperator(config):
+            wait_for(lambda: kubelet.hash, what="the pod")
+            first_hash = kubelet.hash
+            # The same advice, evaluated again and again (each with its own figures in the reason).
+            wait_for(lambda: len(disables()) >= 3, 90, "three evaluations advising to disable")
+        seen = len(disables())
+        with BackgroundOperator(config):  # a restarted operator finds the advice in status
+            wait_for(lambda: len(disables()) >= seen + 2, 60, "two more evaluations after the restart")
+        assert all(d["applied"] is False for d in disables())
         assert _speculating(emulator, namespace, "trial")
         assert kubelet.hash == first_hash
-    assert "Recommendation" in {event["reason"] for event in _events(emulator, namespace)}
+    (announced,) = _recommendations(emulator, namespace)
+    assert announced["message"].startswith("would disable → off: ")
+    assert announced["source"]["component"] == announced["reportingComponent"] == "specfleet"
+    recommendation = _sdd(emulator, namespace, "trial")["status"]["recommendation"]
+    assert (recommendation["action"], recommendation["target"]) == ("disable", "off")
 
 
 @pytest.mark.usefixtures("loop_operator")

@@ -114,6 +114,9 @@ def test_create_renders_children_and_status(
     assert types["SpeculationActive"] == "True"
     reasons = wait_for(lambda: {e["reason"] for e in _events(emulator, namespace)} or None, what="Events")
     assert "Created" in reasons
+    for event in _events(emulator, namespace):  # `kubectl describe` shows `From: specfleet`
+        assert event["source"]["component"] == event["reportingComponent"] == "specfleet", event
+        assert event["metadata"]["generateName"] == "specfleet-event-"
 
 
 @pytest.mark.usefixtures("running_operator")

@@ -26,6 +26,7 @@ from specfleet.emulator import EmulatorServer
 from specfleet.operator.api.constants import GROUP, LABEL_CONFIG_HASH, LABEL_DEPLOYMENT, MANAGER, SDD_PLURAL, VERSION
 from specfleet.operator.api.parse import parse_spec
 from specfleet.operator.api.types import SpeculationState
+from specfleet.operator.config import DEFAULT_RUNTIME_IMAGE
 from specfleet.operator.policy.decision import Action
 from specfleet.operator.render.applied import in_place
 from specfleet.operator.render.children import render_children
@@ -219,7 +220,7 @@ class Campaign:
                 continue
             owner = Owner(name=meta["name"], namespace=self.namespace, uid=meta["uid"])
             state = SpeculationState.model_validate(status["speculation"])
-            for child in render_children(owner, parse_spec(fleet["spec"]), state):
+            for child in render_children(owner, parse_spec(fleet["spec"]), state, DEFAULT_RUNTIME_IMAGE):
                 plural = {"Deployment": "deployments", "Service": "services"}.get(child["kind"], "poddisruptionbudgets")
                 stored = self.emulator.get(child["apiVersion"], plural, child["metadata"]["name"], self.namespace)
                 if stored is None or not in_place(child, stored, MANAGER):

@@ -14,6 +14,7 @@ import pytest
 
 from specfleet.emulator import EmulatorServer
 from specfleet.operator.api.constants import MANAGER
+from specfleet.operator.config import DEFAULT_RUNTIME_IMAGE
 from specfleet.operator.handlers.fleet import drifted
 from specfleet.operator.runner import BackgroundOperator
 from tests.examples import EXAMPLES, load
@@ -186,10 +187,12 @@ def test_drifted_names_what_differs_and_waits_for_a_pending_spec_change(
             "Service": [_child(emulator, namespace, "services") or {}],
             "PodDisruptionBudget": [_child(emulator, namespace, "poddisruptionbudgets") or {}],
         }
-    assert drifted(fleet, found) == []
+    assert drifted(fleet, found, DEFAULT_RUNTIME_IMAGE) == []
     scaled = {**deployment, "spec": {**deployment["spec"], "replicas": 7}}
-    assert drifted(fleet, {**found, "Deployment": [scaled]}) == [f"Deployment {NAME}"]
-    assert drifted(fleet, {**found, "Service": []}) == [f"Service {NAME}"]
-    assert drifted(fleet, {"Deployment": [deployment]}, kinds={"Deployment"}) == []
+    assert drifted(fleet, {**found, "Deployment": [scaled]}, DEFAULT_RUNTIME_IMAGE) == [f"Deployment {NAME}"]
+    assert drifted(fleet, {**found, "Service": []}, DEFAULT_RUNTIME_IMAGE) == [f"Service {NAME}"]
+    assert drifted(fleet, {"Deployment": [deployment]}, DEFAULT_RUNTIME_IMAGE, {"Deployment"}) == []
     pending = {**fleet, "metadata": {**fleet["metadata"], "generation": fleet["metadata"]["generation"] + 1}}
-    assert drifted(pending, {}) == []  # the change handler renders the new spec; nothing is re-applied here
+    assert (
+        drifted(pending, {}, DEFAULT_RUNTIME_IMAGE) == []
+    )  # the change handler renders the new spec; nothing is re-applied here

@@ -19,6 +19,7 @@ from specfleet.emulator import EmulatorServer
 from specfleet.operator.api.constants import GROUP, SDD_PLURAL, VERSION
 from specfleet.operator.api.parse import InvalidSpecError, parse_spec
 from specfleet.operator.api.types import SpeculationState
+from specfleet.operator.config import DEFAULT_RUNTIME_IMAGE
 from specfleet.operator.render.children import render_children
 from specfleet.operator.render.labels import Owner
 from specfleet.runtime.engine_args import EngineConfig
@@ -152,7 +153,7 @@ def test_shell_metacharacters_stay_single_argv_elements(model: str, extra: str) 
     if parsed is None:  # the API types refused the model name (e.g. empty): inert by construction
         return
     owner = Owner(name="chat", namespace="ns", uid="u")
-    deployment = render_children(owner, parsed["spec"], SpeculationState(enabled=False))[0]
+    deployment = render_children(owner, parsed["spec"], SpeculationState(enabled=False), DEFAULT_RUNTIME_IMAGE)[0]
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["specfleet-runtime"]  # exec'd directly: no shell ever sees the args
     args = container["args"]

@@ -6,9 +6,9 @@ from typing import Any
 
 from specfleet.operator.api.constants import ANNOTATION_CONFIG_HASH, LABEL_CONFIG_HASH
 from specfleet.operator.api.parse import parse_spec
+from specfleet.operator.api.pod_types import CONTROL_VOLUME
 from specfleet.operator.api.types import ScheduleEntry, SpecDecodeDeploymentSpec, SpeculationState
 from specfleet.operator.render.children import (
-    CONTROL_VOLUME,
     control_secret_name,
     render_children,
     render_control_secret,
@@ -19,6 +19,8 @@ from specfleet.runtime.table_control import DEFAULT_TOKEN_PATH, TOKEN_FILE_ENV
 from tests.examples import EXAMPLES, load
 
 OWNER = Owner(name="llama-8b", namespace="default", uid="uid-1")
+# The operator's runtime image, for specs that name none.
+IMAGE = "registry.test/specfleet-runtime:9.9.9"
 
 
 def _spec(**speculation: Any) -> SpecDecodeDeploymentSpec:
@@ -37,7 +39,7 @@ def _container(deployment: dict[str, Any]) -> dict[str, Any]:
 
 def test_speculation_on_renders_speculative_config() -> None:
     spec = _spec()
-    deployment = _by_kind(render_children(OWNER, spec, initial_speculation(spec)))["Deployment"]
+    deployment = _by_kind(render_children(OWNER, spec, initial_speculation(spec), IMAGE))["Deployment"]
     args = _container(deployment)["args"]
     config = json.loads(args[args.index("--speculative-config") + 1])
     assert config == {
@@ -51,14 +53,16 @@ def test_speculation_on_renders_speculative_config() -> None:
 
 def test_speculation_off_renders_no_speculative_flag() -> None:
     spec = _spec()
-    deployment = _by_kind(render_children(OWNER, spec, SpeculationState(enabled=False)))["Deployment"]
+    deployment = _by_kind(render_children(OWNER, spec, SpeculationState(enabled=False), IMAGE))["Deployment"]
     assert not any("speculative" in arg for arg in _container(deployment)["args"])
 
 
 def test_k_change_moves_config_hash_everywhere() -> None:
     spec = _spec()
-    at3 = _by_kind(render_children(OWNER, spec, initial_speculation(spec)))["Deployment"]
-    at5 = _by_kind(render_children(OWNER, spec, SpeculationState(enabled=True, method="eagle3", k=5)))["Deployment"]
+    at3 = _by_kind(render_children(OWNER, spec, initial_speculation(spec), IMAGE))["Deployment"]
+    at5 = _by_kind(render_children(OWNER, spec, SpeculationState(enabled=True, method="eagle3", k=5), IMAGE))[
+        "Deployment"
+    ]
     hash3 = at3["metadata"]["annotations"][ANNOTATION_CONFIG_HASH]
     hash5 = at5["metadata"]["annotations"][ANNOTATION_CONFIG_HASH]
     assert hash3 != hash5
@@ -86,8 +90,8 @@ def test_a_table_fleet_starts_at_its_ceiling_k_with_every_k_in_its_start_up_tabl
 
 def test_a_table_change_leaves_the_pod_template_and_its_hash_alone() -> None:
     spec = _spec()
-    before = _by_kind(render_children(OWNER, spec, _table_state((16, 5), (64, 3))))["Deployment"]
-    after = _by_kind(render_children(OWNER, spec, _table_state((4, 2), (512, 0))))["Deployment"]
+    before = _by_kind(render_children(OWNER, spec, _table_state((16, 5), (64, 3)), IMAGE))["Deployment"]
+    after = _by_kind(render_children(OWNER, spec, _table_state((4, 2), (512, 0)), IMAGE))["Deployment"]
     assert before == after
     assert (
         engine_config(spec, _table_state((16, 5))).config_hash()
@@ -106,7 +110,7 @@ def test_restart_bound_changes_still_move_the_hash() -> None:
 
 def test_pods_mount_the_fleets_control_token() -> None:
     spec = _spec()
-    deployment = _by_kind(render_children(OWNER, spec, initial_speculation(spec)))["Deployment"]
+    deployment = _by_kind(render_children(OWNER, spec, initial_speculation(spec), IMAGE))["Deployment"]
     pod = deployment["spec"]["template"]["spec"]
     volume = next(v for v in pod["volumes"] if v["name"] == CONTROL_VOLUME)
     assert volume["secret"]["secretName"] == control_secret_name(OWNER.name)
@@ -124,7 +128,7 @@ def test_pods_mount_the_fleets_control_token() -> None:
 
 def test_rollout_shape_probes_gpus_and_owner() -> None:
     spec = _spec()
-    children = _by_kind(render_children(OWNER, spec, initial_speculation(spec)))
+    children = _by_kind(render_children(OWNER, spec, initial_speculation(spec), IMAGE))
     deployment = children["Deployment"]
     assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 0, "maxSurge": 1}
     pod = deployment["spec"]["template"]["spec"]
@@ -143,7 +147,7 @@ def test_rollout_shape_probes_gpus_and_owner() -> None:
 
 def test_tensor_parallel_sets_gpu_count() -> None:
     spec = parse_spec(load(EXAMPLES / "llama-70b-tp4-recommend.yaml")["spec"])
-    deployment = _by_kind(render_children(OWNER, spec, initial_speculation(spec)))["Deployment"]
+    deployment = _by_kind(render_children(OWNER, spec, initial_speculation(spec), IMAGE))["Deployment"]
     assert _container(deployment)["resources"]["limits"]["nvidia.com/gpu"] == "4"
     assert deployment["spec"]["template"]["spec"]["tolerations"][0]["key"] == "nvidia.com/gpu"
 

@@ -23,15 +23,22 @@ def test_hadolint_finds_nothing() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_two_targets_with_the_documented_entrypoints() -> None:
+def test_three_targets_with_the_documented_entrypoints() -> None:
     text = DOCKERFILE.read_text()
     stages = {name: image for image, name in re.findall(r"^FROM (\S+) AS (\w+)$", text, re.MULTILINE)}
-    assert {"operator", "runtime"} <= stages.keys()
+    assert {"operator", "runtime", "profiler"} <= stages.keys()
     assert stages["runtime"] == "${VLLM_IMAGE}"
     entrypoints = re.findall(r"^ENTRYPOINT (.+)$", text, re.MULTILINE)
-    assert entrypoints == ['["specfleet", "operator"]', '["specfleet-runtime"]']
-    # Both final images run as a numeric non-root user (the pods set runAsNonRoot).
-    assert re.findall(r"^USER (\S+)$", text, re.MULTILINE) == ["${UID}:${UID}", "${UID}:${UID}"]
+    assert entrypoints == ['["specfleet", "operator"]', '["specfleet", "profile"]', '["specfleet-runtime"]']
+    # Every final image runs as a numeric non-root user (the pods and the profiling Jobs set runAsNonRoot).
+    assert re.findall(r"^USER (\S+)$", text, re.MULTILINE) == ["${UID}:${UID}"] * 3
+
+
+def test_the_profiler_image_carries_the_wheels_of_runtime_operator_and_profile() -> None:
+    stage = re.search(r"^FROM \S+ AS profiler$(.*?)(?=^FROM |\Z)", DOCKERFILE.read_text(), re.MULTILINE | re.DOTALL)
+    assert stage is not None
+    installed = set(re.findall(r"/wheels/(specfleet[_a-z]*)-\*\.whl", stage.group(1)))
+    assert installed == {"specfleet_runtime", "specfleet", "specfleet_profile"}
 
 
 def test_runtime_image_pins_the_vllm_version_the_tests_run() -> None:

@@ -44,7 +44,7 @@ TABLE_INFO = "specfleet_speculation_table_info"
 START_TIME = "process_start_time_seconds"
 IN_FLIGHT = 4
 IN_FLIGHT_TOKENS = 400
-CHANGE_ATTEMPTS = 4
+CHANGE_ATTEMPTS = 8
 
 
 @pytest.fixture(params=["vllm_ngram_server", "vllm_draft_server"])

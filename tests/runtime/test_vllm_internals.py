@@ -140,6 +140,4 @@ def test_vllm_internal_the_live_table_relies_on(internal: str) -> None:
     except (ImportError, AttributeError, OSError, TypeError, ValueError) as exc:
         pytest.fail(f"vLLM internal changed: {internal}: {type(exc).__name__}: {exc}")
     if not present:
-        pytest.fail(
-            f"vLLM internal changed: {internal}; specfleet.runtime.live_scheduler must be checked against it"
-        )
+        pytest.fail(f"vLLM internal changed: {internal}; specfleet.runtime.live_scheduler must be checked against it")

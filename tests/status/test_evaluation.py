@@ -58,6 +58,52 @@ def test_recommendation_changes_nothing_but_says_so_once() -> None:
     assert again.events == []
 
 
+def _recommended(decision: Decision, previous: SpecDecodeDeploymentStatus, reason: str = "because"):  # type: ignore[no-untyped-def]
+    return _fold(replace(decision, reason=reason), previous)
+
+
+def test_recommend_mode_announces_an_advice_once_whatever_its_figures() -> None:
+    disable = _decision(Action.DISABLE, Reason.LOSS, SpecConfig.off(), applied=False)
+    status = SpecDecodeDeploymentStatus()
+    posted = []
+    for speedup in ("0.91", "0.93", "0.90"):  # the reason's figures move every evaluation
+        outcome = _recommended(disable, status, f"S=({speedup}) < 1.02")
+        posted += outcome.events
+        status = outcome.status
+    assert [(e.reason, e.message) for e in posted] == [("Recommendation", "would disable → off: loss: S=(0.91) < 1.02")]
+    assert status.recommendation is not None
+    assert (status.recommendation.action, status.recommendation.target) == ("disable", "off")
+    assert status.recommendation.since == "2026-01-01T00:00:00Z"
+    retune = _decision(Action.SET_K, Reason.GAIN, SpecConfig(enabled=True, k=2), applied=False)
+    outcome = _recommended(retune, status)
+    assert [e.message for e in outcome.events] == ["would set-k → k=2: gain: because"]
+
+
+def test_a_gated_or_blind_hold_keeps_the_advice_an_informed_one_withdraws_it() -> None:
+    status = _fold(_decision(Action.DISABLE, Reason.LOSS, SpecConfig.off(), applied=False)).status
+    dwell = replace(_decision(Action.HOLD, Reason.DWELL, ON, applied=False), wants="disable to off")
+    for hold in (dwell, _decision(Action.HOLD, Reason.METRICS_MISSING, ON, applied=False)):
+        outcome = _fold(hold, status)
+        assert outcome.status.recommendation == status.recommendation
+        assert outcome.events == []
+    steady = _fold(_decision(Action.HOLD, Reason.STEADY, ON, applied=False), status)
+    assert steady.status.recommendation is None
+    again = _fold(_decision(Action.DISABLE, Reason.LOSS, SpecConfig.off(), applied=False), steady.status)
+    assert [e.reason for e in again.events] == ["Recommendation"]
+
+
+def test_leaving_recommend_mode_clears_the_advice() -> None:
+    status = _fold(_decision(Action.DISABLE, Reason.LOSS, SpecConfig.off(), applied=False)).status
+    assert _fold(_decision(Action.HOLD, Reason.STEADY, ON), status).status.recommendation is None
+
+
+def test_status_shows_the_printed_figures_rounded_the_rest_as_measured() -> None:
+    measured = Signals(acceptance_length=1.5935334829745018, qps=12.345678, tpot_seconds=0.0123456)
+    signals = _fold(_decision(Action.HOLD, Reason.STEADY, ON), signals=measured).status.signals
+    assert signals is not None
+    assert (signals.acceptance_length, signals.qps, signals.tpot_seconds) == (1.59, 12.35, 0.0123456)
+
+
 def test_repeated_holds_do_not_flood_history() -> None:
     status = SpecDecodeDeploymentStatus()
     for _ in range(5):

@@ -24,21 +24,38 @@
 
 {{/* Immutable labels that select the operator pods. */}}
 {{- define "specfleet.selectorLabels" -}}
-app.kubernetes.io/name: {{ include "specfleet.name" . }}
-app.kubernetes.io/instance: {{ .Release.Name }}
-app.kubernetes.io/component: operator
+{{- include "specfleet.componentSelectorLabels" (list . "operator") }}
 {{- end }}
 
-{{/* Standard labels on every object. */}}
+{{/* Standard labels on every object but the `helm test` pod's. */}}
 {{- define "specfleet.labels" -}}
-helm.sh/chart: {{ include "specfleet.chart" . }}
-{{ include "specfleet.selectorLabels" . }}
-app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
-app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- include "specfleet.componentLabels" (list . "operator") }}
+{{- end }}
+
+{{/* Labels that select one component of the release; called with (list $ "<component>"). */}}
+{{- define "specfleet.componentSelectorLabels" -}}
+{{- $root := index . 0 -}}
+app.kubernetes.io/name: {{ include "specfleet.name" $root }}
+app.kubernetes.io/instance: {{ $root.Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end }}
+
+{{/* Standard labels of one component's objects; called with (list $ "<component>"). */}}
+{{- define "specfleet.componentLabels" -}}
+{{- $root := index . 0 -}}
+helm.sh/chart: {{ include "specfleet.chart" $root }}
+{{ include "specfleet.componentSelectorLabels" . }}
+app.kubernetes.io/version: {{ $root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ $root.Release.Service }}
 app.kubernetes.io/part-of: specfleet
-{{- with .Values.commonLabels }}
+{{- with $root.Values.commonLabels }}
 {{ toYaml . }}
 {{- end }}
+{{- end }}
+
+{{/* The Kopf peering the replicas meet in: one per release, so two releases never take turns at one peering. */}}
+{{- define "specfleet.peeringName" -}}
+{{- default (include "specfleet.fullname" .) .Values.operator.peering.name }}
 {{- end }}
 
 {{- define "specfleet.serviceAccountName" -}}

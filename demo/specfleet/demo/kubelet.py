@@ -31,7 +31,8 @@ from specfleet.operator.api.constants import (
     LABEL_MANAGED_BY,
     MANAGER,
 )
-from specfleet.operator.render.children import CONTROL_TOKEN_KEY, CONTROL_VOLUME
+from specfleet.operator.api.pod_types import CONTROL_VOLUME
+from specfleet.operator.render.children import CONTROL_TOKEN_KEY
 
 log = logging.getLogger(__name__)
 SELECTOR = f"{LABEL_MANAGED_BY}={MANAGER}"

@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 import numpy as np
+from rich import box
 from rich.table import Table
 
 from specfleet.demo.fleet import Completed
@@ -105,14 +106,21 @@ def rows(live: Row, evaluation: Evaluation) -> list[Row]:
     return [live, *simulated]
 
 
+# Units in the headers, so the cells stay short enough for 80 columns.
+SUMMARY_COLUMNS = ("requests", "TPOT ms\nmean", "TPOT ms\np90", "E2E s\nmean", "E2E s\np90", "tok/s", "changes")
+RUN_MIN_WIDTH = 10
+
+
 def summary_table(title: str, table_rows: Sequence[Row]) -> Table:
-    table = Table(title=title)
-    for column in ("run", "requests", "TPOT mean", "TPOT p90", "E2E mean", "E2E p90", "tok/s", "changes"):
-        table.add_column(column, justify="left" if column == "run" else "right")
+    """Numbers are never cut before the run names are: a narrow terminal folds the names first."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("run", overflow="fold", min_width=RUN_MIN_WIDTH)
+    for column in SUMMARY_COLUMNS:
+        table.add_column(column, justify="right", no_wrap=True)
     for row in table_rows:
         table.add_row(
-            row.name, str(row.requests), f"{row.tpot_mean * 1e3:.2f}ms", f"{row.tpot_p90 * 1e3:.2f}ms",
-            f"{row.e2e_mean:.2f}s", f"{row.e2e_p90:.2f}s", f"{row.throughput:.0f}", str(row.changes),
+            row.name, str(row.requests), f"{row.tpot_mean * 1e3:.2f}", f"{row.tpot_p90 * 1e3:.2f}",
+            f"{row.e2e_mean:.2f}", f"{row.e2e_p90:.2f}", f"{row.throughput:.0f}", str(row.changes),
         )  # fmt: skip
     return table
 

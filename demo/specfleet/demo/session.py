@@ -12,7 +12,9 @@ whose concurrency follows `DemoConfig.cycle` (low → high → low, paced by the
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,8 +25,10 @@ import kubernetes.config
 
 from specfleet.demo.engine_fleet import EngineFleet
 from specfleet.demo.fleet import FleetOptions, LocalFleet
+from specfleet.demo.jobs import LocalJobs
 from specfleet.demo.kubelet import Target
 from specfleet.demo.load import CompletionLoad, Cycle
+from specfleet.demo.local_engine import free_port
 from specfleet.demo.prometheus import Prometheus, find_prometheus
 from specfleet.demo.resources import FleetSpec, deployment_manifest, policy_manifest
 from specfleet.demo.timeline import Timeline
@@ -33,6 +37,7 @@ from specfleet.emulator import EmulatorServer, kopf_peering_crds
 from specfleet.operator.api.constants import API_VERSION, SDD_PLURAL
 from specfleet.operator.api.crdgen import all_crds
 from specfleet.operator.config import OperatorConfig
+from specfleet.operator.handlers.live import CONTROL_KEY_FIELD, CONTROL_KEY_SECRET, KEY_BYTES
 from specfleet.operator.runner import BackgroundOperator
 from specfleet.simulator.traces import Trace
 
@@ -99,6 +104,7 @@ class DemoSession:
             self.emulator.apply(crd)
         if config.namespace != "default":
             self.emulator.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": config.namespace}})
+        self.emulator.apply(control_key_manifest(config.namespace))
         self.emulator.apply(policy_manifest(config.namespace, config.policy_overrides))
         for fleet in config.fleets:
             self.emulator.apply(deployment_manifest(fleet, config.namespace, config.fleet.gpu))
@@ -107,11 +113,12 @@ class DemoSession:
         operator_config = OperatorConfig(
             kubeconfig=str(self.kubeconfig),
             standalone=True,
-            health_port=0,
-            metrics_port=0,
+            health_port=free_port(),
+            metrics_port=free_port(),
             interval_seconds=config.operator_interval,
             prometheus_url=self.prometheus.url if self.prometheus else None,
             namespaces=(config.namespace,),
+            operator_namespace=config.namespace,  # where its live-table key is, as the chart puts it
         )
         self.operator = BackgroundOperator(operator_config)
         self._stack.callback(self.operator.stop)
@@ -131,6 +138,10 @@ class DemoSession:
             self.engines = EngineFleet(client, config.namespace, config.workdir / "pods", self._targets_writer())
             self._stack.callback(self.engines.stop)
             self.engines.start()
+            # A SpeculationProfile's Job runs `specfleet profile` against its engine pod (docs/profile.md).
+            jobs = LocalJobs(client, config.namespace, config.workdir / "jobs")
+            self._stack.callback(jobs.stop)
+            jobs.start()
             return
         self.fleet = LocalFleet(client, config.namespace, config.fleet, on_targets=self._targets_writer())
         self._stack.callback(self.fleet.stop)
@@ -222,3 +233,20 @@ class DemoSession:
 
     def kubectl_hint(self) -> str:
         return f"kubectl --kubeconfig {self.kubeconfig} -n {self.config.namespace}"
+
+    def operator_urls(self) -> tuple[str, str]:
+        """The operator's metrics and health endpoints (on every address; loopback is the one to try)."""
+        assert self.operator is not None
+        ports = self.operator.config.metrics_port, self.operator.config.health_port
+        return f"http://127.0.0.1:{ports[0]}/metrics", f"http://127.0.0.1:{ports[1]}/healthz"
+
+
+def control_key_manifest(namespace: str) -> dict[str, Any]:
+    """The Secret the operator derives live-table tokens from (the chart creates it; without it, it warns)."""
+    key = base64.b64encode(secrets.token_bytes(KEY_BYTES)).decode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": CONTROL_KEY_SECRET, "namespace": namespace},
+        "data": {CONTROL_KEY_FIELD: key},
+    }

@@ -65,6 +65,7 @@ BUILTINS: tuple[ResourceType, ...] = (
     _builtin("v1", "secrets", "Secret"),
     _builtin("v1", "serviceaccounts", "ServiceAccount", "sa"),
     _builtin("apps/v1", "deployments", "Deployment", "deploy", status=True, scale=ScalePaths()),
+    _builtin("batch/v1", "jobs", "Job", status=True),
     _builtin("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", "pdb", status=True),
     _builtin("events.k8s.io/v1", "events", "Event", "ev"),
     _builtin("coordination.k8s.io/v1", "leases", "Lease"),

@@ -7,6 +7,7 @@ be greater than or equal to 0`), so tests and users see what a real cluster woul
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import re
 from collections.abc import Iterator
@@ -150,6 +151,48 @@ def _bounds(value: Any, schema: Schema, path: str) -> list[Cause]:
     return causes
 
 
+# kube-openapi's strfmt date-time: a full date, `t`, a time with seconds, an optional fraction, `z` or ±hh:mm.
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$", re.ASCII)
+_TIME = re.compile(r"^(\d{2}):(\d{2}):(\d{2})(\.\d+)?(z|[+-]\d{2}:\d{2})$", re.ASCII)
+
+
+def is_date_time(text: str) -> bool:
+    """Whether the apiserver takes `text` as `format: date-time`."""
+    parts = text.lower().split("t")
+    if len(parts) != 2 or not (date := _DATE.match(parts[0])) or not (time := _TIME.match(parts[1])):
+        return False
+    try:
+        datetime.date(*(int(group) for group in date.groups()))
+    except ValueError:
+        return False
+    hour, minute, second = (int(group) for group in time.groups()[:3])
+    return hour < 24 and minute < 60 and second < 60
+
+
+def _format(value: Any, schema: Schema, path: str) -> list[Cause]:
+    if schema.get("format") == "date-time" and isinstance(value, str) and not is_date_time(value):
+        message = f"Invalid value: {shown(value)}: {path} in body must be of type date-time: {shown(value)}"
+        return [cause(path, "FieldValueInvalid", message)]
+    return []
+
+
+def _list_keys(value: Any, schema: Schema, path: str) -> list[Cause]:
+    """`x-kubernetes-list-type: map` items are unique by their keys, `set` items by value, as the apiserver checks."""
+    kind = schema.get("x-kubernetes-list-type")
+    if not isinstance(value, list) or kind not in {"map", "set"}:
+        return []
+    keys = schema.get("x-kubernetes-list-map-keys") or []
+    seen: set[str] = set()
+    causes = []
+    for index, item in enumerate(value):
+        key = {name: item.get(name) for name in keys} if kind == "map" and isinstance(item, dict) else item
+        identity = json.dumps(key, sort_keys=True)
+        if identity in seen:
+            causes.append(cause(f"{path}[{index}]", "FieldValueDuplicate", f"Duplicate value: {identity}"))
+        seen.add(identity)
+    return causes
+
+
 def validate(value: Any, schema: Schema, path: str = "") -> list[Cause]:
     """Every violation of the schema's structural constraints, deepest last."""
     if value is None:
@@ -176,7 +219,7 @@ def validate(value: Any, schema: Schema, path: str = "") -> list[Cause]:
                 f"Unsupported value: {shown(value)}: supported values: {supported}",
             )
         )
-    causes += _bounds(value, schema, path)
+    causes += _bounds(value, schema, path) + _format(value, schema, path) + _list_keys(value, schema, path)
     if isinstance(value, dict):
         for key in schema.get("required", []):
             if key not in value:

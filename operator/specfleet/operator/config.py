@@ -5,8 +5,34 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from importlib.metadata import version
 
 LOG_FORMATS = ("plain", "full", "json")
+# The runtime image of this release (docs/images.md), whose engine-argument contract is the runtime wheel the
+# operator carries and renders the pods' arguments with. The chart's runtimeImage value defaults to the same.
+RUNTIME_IMAGE_REPOSITORY = "ghcr.io/specfleet/specfleet-runtime"
+DEFAULT_RUNTIME_IMAGE = f"{RUNTIME_IMAGE_REPOSITORY}:{version('specfleet-runtime')}"
+# The Dockerfile's `profiler` target of this release: `specfleet profile` for the SpeculationProfile Jobs.
+PROFILER_IMAGE = f"ghcr.io/specfleet/specfleet-profiler:{version('specfleet')}"
+# Not 9090, Prometheus's own port (an operator beside Prometheus, or `kubectl port-forward` to both, collided),
+# nor 8080, the health port.
+DEFAULT_METRICS_PORT = 8082
+MAX_PORT = 65535
+
+
+class ConfigError(ValueError):
+    """A mistake in what the operator was told (a flag, a variable, a file, a port, the cluster to reach): the
+    command line reports it in one line and exits with status 2."""
+
+
+def one_line(exc: BaseException) -> str:
+    """An error in one line: the file system's words, a YAML error's problem and line, else its first line."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return str(exc.strerror)
+    problem, mark = getattr(exc, "problem", None), getattr(exc, "problem_mark", None)  # yaml.MarkedYAMLError
+    if problem and mark is not None:
+        return f"not YAML: {problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 @dataclass(frozen=True)
@@ -26,8 +52,10 @@ class OperatorConfig:
     priority: int | None = None  # peering priority; None: random, so two replicas never tie (a tie runs both)
     kubeconfig: str | None = None  # None: in-cluster account, else KUBECONFIG / ~/.kube/config
     health_port: int = 8080
-    metrics_port: int = 9090
+    metrics_port: int = DEFAULT_METRICS_PORT
     interval_seconds: float = 30.0
+    runtime_image: str = DEFAULT_RUNTIME_IMAGE  # the engine pods' image where a fleet's spec.runtime.image is unset
+    profiler_image: str = PROFILER_IMAGE  # the image of SpeculationProfile Jobs (`specfleet profile`)
     verbose: bool = False
     label_namespace: str = "namespace"
     label_deployment: str = "specfleet_dev_deployment"
@@ -94,10 +122,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Kubeconfig path (default: in-cluster, then KUBECONFIG). Env SPECFLEET_KUBECONFIG.",
     )
     parser.add_argument(
-        "--health-port", type=int, help="Liveness endpoint port (default 8080). Env SPECFLEET_HEALTH_PORT."
+        "--health-port", type=int, help="Liveness endpoint port (default 8080; 0: none). Env SPECFLEET_HEALTH_PORT."
     )
     parser.add_argument(
-        "--metrics-port", type=int, help="Operator metrics port (default 9090). Env SPECFLEET_METRICS_PORT."
+        "--metrics-port",
+        type=int,
+        help=f"Operator metrics port (default {DEFAULT_METRICS_PORT}; 0: none). Env SPECFLEET_METRICS_PORT.",
     )
     parser.add_argument(
         "--interval",
@@ -105,7 +135,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         dest="interval_seconds",
         help="Evaluation interval in seconds (default 30). Env SPECFLEET_INTERVAL_SECONDS.",
     )
-    parser.add_argument("--verbose", action="store_true", default=None, help="Debug logging.")
+    parser.add_argument(
+        "--runtime-image",
+        help=f"Engine pods' image where a fleet's spec.runtime.image is unset (default {DEFAULT_RUNTIME_IMAGE}). "
+        "Env SPECFLEET_RUNTIME_IMAGE.",
+    )
+    parser.add_argument(
+        "--profiler-image",
+        help=f"Image of the SpeculationProfile Jobs (default {PROFILER_IMAGE}). Env SPECFLEET_PROFILER_IMAGE.",
+    )
+    parser.add_argument("--verbose", action="store_true", default=None, help="Debug logging. Env SPECFLEET_VERBOSE=1.")
 
 
 def config_from(env: Mapping[str, str], args: argparse.Namespace | None = None) -> OperatorConfig:
@@ -119,7 +158,12 @@ def config_from(env: Mapping[str, str], args: argparse.Namespace | None = None) 
             values[listed] = tuple(_split(values[listed]))
     config = OperatorConfig(**values)  # type: ignore[arg-type]
     if config.log_format not in LOG_FORMATS:
-        raise ValueError(f"log format {config.log_format!r} is not one of {', '.join(LOG_FORMATS)}")
+        raise ConfigError(f"log format {config.log_format!r} is not one of {', '.join(LOG_FORMATS)}")
+    for flag, port in (("--health-port", config.health_port), ("--metrics-port", config.metrics_port)):
+        if not 0 <= port <= MAX_PORT:
+            raise ConfigError(f"{flag} {port}: a port is 0 (none) to {MAX_PORT}")
+    if not config.interval_seconds > 0:
+        raise ConfigError(f"--interval {config.interval_seconds:g}: the evaluation interval must be above 0 s")
     return config
 
 
@@ -131,17 +175,23 @@ _LISTS = ("namespaces", "inline_prometheus_allow", "inline_prometheus_deny")
 
 def _from_env(env: Mapping[str, str], values: dict[str, object]) -> None:
     for name in _FIELDS:
-        raw = env.get(ENV_PREFIX + name.upper())
+        variable = ENV_PREFIX + name.upper()
+        raw = env.get(variable)
         if raw is None or raw == "":
             continue
-        if name in _INTS:
-            values[name] = int(raw)
-        elif name in _BOOLS:
+        if name in _BOOLS:
             values[name] = raw.lower() in {"1", "true", "yes"}
-        elif name == "interval_seconds":
-            values[name] = float(raw)
+        elif name in _INTS or name == "interval_seconds":
+            values[name] = _number(variable, raw, int if name in _INTS else float)
         else:
             values[name] = raw
+
+
+def _number(variable: str, raw: str, kind: type[int] | type[float]) -> int | float:
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ConfigError(f"{variable}={raw!r} is not {'an integer' if kind is int else 'a number'}") from None
 
 
 def _split(raw: object) -> list[str]:

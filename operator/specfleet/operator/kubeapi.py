@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import copy
 import functools
 import json
 from dataclasses import dataclass
@@ -14,8 +15,19 @@ from typing import Any
 
 import kubernetes.client
 import kubernetes.config
+import yaml
 
-from specfleet.operator.api.constants import API_VERSION, MANAGER, POLICY_KIND, POLICY_PLURAL, SDD_KIND, SDD_PLURAL
+from specfleet.operator.api.constants import (
+    API_VERSION,
+    MANAGER,
+    POLICY_KIND,
+    POLICY_PLURAL,
+    PROFILE_KIND,
+    PROFILE_PLURAL,
+    SDD_KIND,
+    SDD_PLURAL,
+)
+from specfleet.operator.config import ConfigError, one_line
 
 PLURALS = {
     "Deployment": "deployments",
@@ -24,10 +36,14 @@ PLURALS = {
     "Pod": "pods",
     "Secret": "secrets",
     "Event": "events",
+    "ConfigMap": "configmaps",
+    "Job": "jobs",
     SDD_KIND: SDD_PLURAL,
     POLICY_KIND: POLICY_PLURAL,
+    PROFILE_KIND: PROFILE_PLURAL,
 }
 
+JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"  # Server-Side Apply; a JSON body is valid YAML
 # Every write names the operator, so managedFields credit it rather than the client library's User-Agent.
@@ -74,13 +90,17 @@ def sdd_ref(namespace: str, name: str) -> Ref:
 def load_client(kubeconfig: str | None) -> kubernetes.client.ApiClient:
     """A client for the cluster in `kubeconfig`, else KUBECONFIG/~/.kube/config, else the in-cluster account."""
     configuration = kubernetes.client.Configuration()
-    if kubeconfig:
-        kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
-    else:
-        try:
-            kubernetes.config.load_incluster_config(client_configuration=configuration)
-        except kubernetes.config.ConfigException:
-            kubernetes.config.load_kube_config(client_configuration=configuration)
+    try:
+        if kubeconfig:
+            kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+        else:
+            try:
+                kubernetes.config.load_incluster_config(client_configuration=configuration)
+            except kubernetes.config.ConfigException:
+                kubernetes.config.load_kube_config(client_configuration=configuration)
+    except (kubernetes.config.ConfigException, OSError, ValueError, yaml.YAMLError) as exc:
+        where = kubeconfig or "KUBECONFIG, ~/.kube/config or the in-cluster account"
+        raise ConfigError(f"no usable cluster configuration in {where}: {one_line(exc)}") from None
     return kubernetes.client.ApiClient(configuration)
 
 
@@ -96,6 +116,18 @@ class KubeApi:
     @property
     def configuration(self) -> kubernetes.client.Configuration:
         return self._client.configuration
+
+    async def version(self, request_seconds: float) -> dict[str, Any]:
+        """The API server's /version, asked once within `request_seconds`: whether the cluster answers at all.
+
+        Once: each of urllib3's retries logs a warning, and the caller says what failed in one line. The timeout
+        is the transport's, so a blackholed address ends the request, not only the wait for it.
+        """
+        once = copy.copy(self._client.configuration)
+        once.retries = 0
+        with kubernetes.client.ApiClient(once) as client:
+            call = functools.partial(_request, client, "GET", "/version", None, JSON, None, request_seconds)
+            return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
     async def get(self, ref: Ref, subresource: str | None = None) -> dict[str, Any] | None:
         try:
@@ -131,36 +163,40 @@ class KubeApi:
         method: str,
         path: str,
         body: dict[str, Any] | None = None,
-        content_type: str = "application/json",
+        content_type: str = JSON,
         query: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        call = functools.partial(self._call_sync, method, path, body, content_type, query)
+        call = functools.partial(_request, self._client, method, path, body, content_type, query, None)
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
-    def _call_sync(
-        self,
-        method: str,
-        path: str,
-        body: dict[str, Any] | None,
-        content_type: str,
-        query: dict[str, str] | None,
-    ) -> dict[str, Any]:
-        _, url, headers, serialized, _ = self._client.param_serialize(
-            method=method,
-            resource_path=path,
-            query_params=list(query.items()) if query else None,
-            header_params={"Content-Type": content_type, "Accept": "application/json"},
-            body=body,
-            auth_settings=["BearerToken"],
+
+def _request(
+    client: kubernetes.client.ApiClient,
+    method: str,
+    path: str,
+    body: dict[str, Any] | None,
+    content_type: str,
+    query: dict[str, str] | None,
+    request_seconds: float | None,
+) -> dict[str, Any]:
+    _, url, headers, serialized, _ = client.param_serialize(
+        method=method,
+        resource_path=path,
+        query_params=list(query.items()) if query else None,
+        header_params={"Content-Type": content_type, "Accept": JSON},
+        body=body,
+        auth_settings=["BearerToken"],
+    )
+    try:
+        response = client.call_api(
+            method, url, header_params=headers, body=serialized, _request_timeout=request_seconds
         )
-        try:
-            response = self._client.call_api(method, url, header_params=headers, body=serialized)
-            response.read()
-        except kubernetes.client.ApiException as exc:
-            raise _api_error(exc.status or 0, exc.body) from exc
-        if not 200 <= response.status < 300:
-            raise _api_error(response.status, response.data)
-        return dict(json.loads(response.data or b"{}"))
+        response.read()
+    except kubernetes.client.ApiException as exc:
+        raise _api_error(exc.status or 0, exc.body) from exc
+    if not 200 <= response.status < 300:
+        raise _api_error(response.status, response.data)
+    return dict(json.loads(response.data or b"{}"))
 
 
 def _api_error(status: int, raw: Any) -> ApiError:

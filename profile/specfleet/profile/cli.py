@@ -16,6 +16,7 @@ from pathlib import Path
 
 import aiohttp
 
+from specfleet.operator.api.profile_result import encode_result
 from specfleet.profile.crossover import crossovers
 from specfleet.profile.measure import point_result
 from specfleet.profile.plan import (
@@ -35,7 +36,7 @@ from specfleet.runtime.table_control import TOKEN_FILE_ENV
 
 EXIT_FAILED, EXIT_INPUT, EXIT_INTERRUPTED = 1, 2, 130
 DESCRIPTION = "Measure speculation on your own requests, point by point, and find the crossover concurrency per k."
-FIT_NOTE = "the step-cost fit is not done here yet: stepSeconds per point is its input"
+FIT_NOTE = "the step-cost fit is the operator's (a SpeculationProfile's status.fit): stepSeconds per point is its input"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -69,6 +70,12 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", type=Path, metavar="PATH", help="write the report as JSON")
     p.add_argument("--png", type=Path, metavar="PATH", help="write throughput and TPOT against concurrency")
+    p.add_argument(
+        "--result",
+        type=Path,
+        metavar="PATH",
+        help="write the points and crossovers compactly (a profiling Job's termination message, read by the operator)",
+    )
     return p
 
 
@@ -232,6 +239,8 @@ def _finish(report: ProfileReport, args: argparse.Namespace) -> None:
     sys.stdout.write(render_table(report))
     if args.json:
         args.json.write_text(report.model_dump_json(by_alias=True, exclude_none=True, indent=2) + "\n")
+    if args.result:
+        args.result.write_text(encode_result(report.points, report.crossovers))
     if args.png and report.points:
         from specfleet.profile.plot import write_png
 

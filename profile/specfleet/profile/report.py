@@ -1,59 +1,15 @@
 """PURE. The profile report: its JSON model and the terminal table.
 
-The model is an `ApiModel` (camelCase on the wire) so that a profiling Job can later put `report.to_api()`
-into a resource's status unchanged.
+The point and crossover models are the SpeculationProfile's API types (camelCase on the wire), so what a
+profiling Job measures lands in the resource's status unchanged.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from specfleet.operator.api.base import ApiModel
+from specfleet.operator.api.profile_types import Crossover, Metric, ProfilePoint, SpecCounts, Summary
 
-from specfleet.operator.api.types import ApiModel
-
-Metric = Literal["throughput", "tpot"]
-# within: speculation stops winning inside the sweep; belowSweep: it never wins; aboveSweep: it always wins.
-Bound = Literal["within", "belowSweep", "aboveSweep"]
-
-
-class Summary(ApiModel):
-    mean: float | None = None
-    p50: float | None = None
-    p90: float | None = None
-
-
-class SpecCounts(ApiModel):
-    """The engine's speculative-decoding counters, increase over exactly the point's interval."""
-
-    drafts: float
-    draft_tokens: float
-    accepted: float
-    accepted_by_position: list[float] = []
-
-
-class ProfilePoint(ApiModel):
-    k: int
-    concurrency: int
-    requests: int
-    output_tokens: int
-    duration_seconds: float
-    throughput_tokens_per_second: float
-    requests_per_second: float
-    tpot_seconds: Summary
-    ttft_seconds: Summary
-    acceptance_length: float | None = None  # 1 + accepted / drafts: tokens per request per step
-    acceptance_by_position: list[float] | None = None  # accepted at position i / drafts
-    counters: SpecCounts | None = None  # None: the engine exposes no speculation counters (k=0)
-    # mean TPOT * L: one engine step (each step emits L tokens per request); what a step-cost fit consumes
-    step_seconds: float | None = None
-
-
-class Crossover(ApiModel):
-    """Where speculation with k stops beating k=0 on `metric`, by linear interpolation in log(concurrency)."""
-
-    k: int
-    metric: Metric
-    bound: Bound
-    concurrency: float | None = None  # None with aboveSweep
+__all__ = ["Crossover", "Metric", "ProfilePoint", "ProfileReport", "SpecCounts", "Summary", "render_table"]
 
 
 class ProfileReport(ApiModel):

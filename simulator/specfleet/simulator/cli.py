@@ -2,6 +2,7 @@
 
 A trace (a built-in shape or a CSV `time,qps[,class...]`) and a policy (a SpeculationPolicy YAML or the
 defaults) in; a table of TPOT/E2E/throughput/goodput/restarts per policy and two PNG plots out.
+Exit status 2: a bad input (trace, policy, option), told in one line.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from dataclasses import asdict
 from pathlib import Path
 
 import yaml
+from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from specfleet.operator.api.parse import describe_errors
 from specfleet.operator.api.policy_types import PolicySpec
+from specfleet.operator.config import one_line
 from specfleet.operator.policy.state import SpecConfig
 from specfleet.simulator.acceptance import MAX_POSITIONS
 from specfleet.simulator.calibration import speedup_curve, traffic_class
@@ -28,43 +32,86 @@ from specfleet.simulator.perf import METHOD_FAMILY, replica_perf
 from specfleet.simulator.traces import BUILTIN_TRACES, Trace, builtin_trace, parse_trace_csv
 from specfleet.simulator.workload import CLASSES
 
+EXIT_INPUT = 2
+MODEL_HELP = "the served model and its tensor-parallel size (default 8b: Llama-3.1-8B on one GPU)"
+GPU_HELP = "the GPU every replica runs on (default H100)"
+METHOD_HELP = "the speculative-decoding method: its drafter's cost and acceptance (default eagle3)"
+
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="specfleet simulate", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="specfleet simulate",
+        description=__doc__,
+        epilog="Closed-batch speed-up of one configuration per batch size: `specfleet simulate speedup --help`.",
+    )
     p.add_argument("--trace", default="diurnal", help=f"{', '.join(BUILTIN_TRACES)} or a CSV file")
     p.add_argument("--classes", default="sharegpt", help=f"built-in traces: classes, of {', '.join(CLASSES)}")
     p.add_argument("--weights", help="built-in traces: class weights, e.g. 0.6,0.4 (default: first class)")
     p.add_argument("--peak-qps", type=float, help="built-in traces: fleet-wide peak (default 10/replica)")
     p.add_argument("--policy", help="SpeculationPolicy YAML (a resource or its spec); default: the defaults")
-    p.add_argument("--hours", type=float, default=24.0, help="built-in traces: length")
-    p.add_argument("--replicas", type=int, default=4)
-    p.add_argument("--model", choices=sorted(DEPLOYMENTS), default="8b")
-    p.add_argument("--gpu", choices=sorted(GPUS), default="H100")
-    p.add_argument("--method", choices=sorted(METHOD_FAMILY), default="eagle3")
+    p.add_argument("--hours", type=float, default=24.0, help="built-in traces: length in hours (default 24)")
+    p.add_argument("--replicas", type=int, default=4, help="serving pods in the fleet (default 4)")
+    p.add_argument("--model", choices=sorted(DEPLOYMENTS), default="8b", help=MODEL_HELP)
+    p.add_argument("--gpu", choices=sorted(GPUS), default="H100", help=GPU_HELP)
+    p.add_argument("--method", choices=sorted(METHOD_FAMILY), default="eagle3", help=METHOD_HELP)
     p.add_argument("--restart-seconds", type=float, default=180.0, help="time a pod is out for a config change")
     p.add_argument("--slo-tpot", type=float, default=0.05, help="goodput: TPOT bound (s)")
     p.add_argument("--slo-ttft", type=float, default=2.0, help="goodput: TTFT bound (s)")
-    p.add_argument("--dt", type=float, default=1.0, help="simulation chunk (s)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dt", type=float, default=1.0, help="simulation step in seconds (default 1; smaller is slower)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the requests drawn (default 0)")
     p.add_argument("--truth", choices=TRUTHS, default="calibrated", help="performance model the fleet runs on")
     p.add_argument("--out", type=Path, default=Path("simulate-out"), help="directory for the PNGs and JSON")
     return p
 
 
 def load_trace(args: argparse.Namespace) -> Trace:
+    """The --trace CSV or built-in shape; InputError names what is wrong."""
     path = Path(args.trace)
-    if path.suffix == ".csv" or path.exists():
-        return parse_trace_csv(path.read_text(), name=path.stem)
-    peak = args.peak_qps if args.peak_qps is not None else 10.0 * args.replicas
-    weights = tuple(float(w) for w in args.weights.split(",")) if args.weights else None
-    return builtin_trace(args.trace, peak, args.hours, tuple(args.classes.split(",")), weights)
+    try:
+        if path.suffix == ".csv" or path.exists():
+            return parse_trace_csv(_read(path, "--trace"), name=path.stem)
+        peak = args.peak_qps if args.peak_qps is not None else 10.0 * args.replicas
+        weights = _floats(args.weights, "--weights") if args.weights else None
+        return builtin_trace(args.trace, peak, args.hours, tuple(args.classes.split(",")), weights)
+    except InputError:
+        raise
+    except ValueError as exc:  # the traces' and workload's own checks: an unknown shape or class, a malformed CSV
+        raise InputError(f"--trace {args.trace}: {exc}") from None
 
 
 def load_policy(path: str | None) -> PolicySpec | None:
+    """The policy of a SpeculationPolicy file (the resource or its bare spec); InputError names what is wrong."""
     if path is None:
         return None
-    raw = yaml.safe_load(Path(path).read_text()) or {}
-    return PolicySpec.model_validate(raw.get("spec", raw) if raw.get("kind") else raw)
+    try:
+        raw = yaml.safe_load(_read(Path(path), "--policy")) or {}
+    except yaml.YAMLError as exc:
+        raise InputError(f"--policy {path}: {one_line(exc)}") from None
+    if not isinstance(raw, dict):
+        raise InputError(f"--policy {path}: a SpeculationPolicy (a YAML mapping), not a {type(raw).__name__}")
+    try:
+        return PolicySpec.model_validate(raw.get("spec", raw) if raw.get("kind") else raw)
+    except ValidationError as exc:
+        raise InputError(f"--policy {path}: {describe_errors(exc, 'spec')}") from None
+
+
+class InputError(ValueError):
+    """A bad file or option: reported in one line, exit status 2."""
+
+
+def _read(path: Path, flag: str) -> str:
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{flag} {path}: {one_line(exc)}") from None
+
+
+def _check(args: argparse.Namespace) -> None:
+    for flag, value in (("--hours", args.hours), ("--dt", args.dt), ("--restart-seconds", args.restart_seconds)):
+        if not value > 0:
+            raise InputError(f"{flag} {value:g}: must be above 0")
+    if args.replicas < 1:
+        raise InputError(f"--replicas {args.replicas}: at least 1")
 
 
 def summary_table(evaluation: Evaluation) -> Table:
@@ -93,10 +140,10 @@ def _speedup_parser() -> argparse.ArgumentParser:
         prog="specfleet simulate speedup",
         description="Closed-batch speed-up of a speculative configuration over no speculation, per batch size.",
     )
-    p.add_argument("--model", choices=sorted(DEPLOYMENTS), default="8b")
-    p.add_argument("--gpu", choices=sorted(GPUS), default="H100")
+    p.add_argument("--model", choices=sorted(DEPLOYMENTS), default="8b", help=MODEL_HELP)
+    p.add_argument("--gpu", choices=sorted(GPUS), default="H100", help=GPU_HELP)
     p.add_argument("--tp", type=int, help="tensor-parallel size (default: the deployment's)")
-    p.add_argument("--method", choices=sorted(METHOD_FAMILY), default="eagle3")
+    p.add_argument("--method", choices=sorted(METHOD_FAMILY), default="eagle3", help=METHOD_HELP)
     p.add_argument("--acceptance", default="0.66,0.38,0.21", help="cumulative acceptance a_i per draft position")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--k", type=int, default=3, help="draft tokens per step")
@@ -112,7 +159,7 @@ def _floats(text: str, what: str) -> tuple[float, ...]:
     try:
         values = tuple(float(v) for v in text.split(","))
     except ValueError:
-        raise SystemExit(f"{what}: a comma-separated list of numbers, got {text!r}") from None
+        raise InputError(f"{what}: a comma-separated list of numbers, got {text!r}") from None
     return values
 
 
@@ -147,7 +194,7 @@ def speedup_main(argv: list[str]) -> int:
     except ValueError as error:
         problems.append(f"--table: {error}")
     if problems:
-        raise SystemExit("specfleet simulate speedup: " + "; ".join(problems))
+        raise InputError("; ".join(problems))
     model, tp = DEPLOYMENTS[args.model]
     family = METHOD_FAMILY[args.method]
     perf = replica_perf(model, GPUS[args.gpu], args.tp or tp)
@@ -172,13 +219,22 @@ def speedup_main(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(argv) if argv is not None else sys.argv[1:]
-    if argv[:1] == ["speedup"]:
-        return speedup_main(argv[1:])
+    command = "specfleet simulate speedup" if argv[:1] == ["speedup"] else "specfleet simulate"
+    try:
+        return speedup_main(argv[1:]) if argv[:1] == ["speedup"] else simulate_main(argv)
+    except InputError as exc:
+        print(f"{command}: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+
+
+def simulate_main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
+    _check(args)
+    trace = load_trace(args)
+    policy = load_policy(args.policy)
     console = Console(width=None if Console().is_terminal else 200)
     from specfleet.simulator import plots  # matplotlib is slow to import; only when running
 
-    trace = load_trace(args)
     scenario = Scenario(
         name=f"{trace.name}",
         trace=trace,
@@ -191,6 +247,10 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         truth=args.truth,
     )
+    try:
+        scenario.classes()  # a class that --classes or the CSV names but the workload does not know
+    except ValueError as exc:
+        raise InputError(f"--trace {args.trace}: {exc}") from None
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=console) as bar:
         tasks: dict[str, TaskID] = {}
 
@@ -199,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                 tasks[name] = bar.add_task(f"simulating {name}", total=total)
             bar.update(tasks[name], completed=done)
 
-        evaluation = evaluate(scenario, load_policy(args.policy), Slo(args.slo_tpot, args.slo_ttft), progress=progress)
+        evaluation = evaluate(scenario, policy, Slo(args.slo_tpot, args.slo_ttft), progress=progress)
     console.print(summary_table(evaluation))
     report = goal_report(evaluation)
     console.print(f"best static: {report.best_static}; "

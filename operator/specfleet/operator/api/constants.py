@@ -16,6 +16,11 @@ POLICY_PLURAL = "speculationpolicies"
 POLICY_SINGULAR = "speculationpolicy"
 POLICY_SHORT_NAMES = ["specpol"]
 
+PROFILE_KIND = "SpeculationProfile"
+PROFILE_PLURAL = "speculationprofiles"
+PROFILE_SINGULAR = "speculationprofile"
+PROFILE_SHORT_NAMES = ["specprof"]
+
 # Labels and annotations the operator puts on what it renders.
 LABEL_NAME = "app.kubernetes.io/name"
 LABEL_INSTANCE = "app.kubernetes.io/instance"
@@ -24,6 +29,9 @@ LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 LABEL_PART_OF = "app.kubernetes.io/part-of"
 LABEL_DEPLOYMENT = f"{GROUP}/deployment"
 LABEL_CONFIG_HASH = f"{GROUP}/config-hash"
+# On a profiling engine pod and Job: the SpeculationProfile they measure for (never LABEL_DEPLOYMENT: the fleet's
+# indices, Service and signals must not take a profiling pod for one of the fleet's).
+LABEL_PROFILE = f"{GROUP}/profile"
 ANNOTATION_CONFIG_HASH = f"{GROUP}/config-hash"
 ANNOTATION_SPEC_CONFIG = f"{GROUP}/speculative-config"
 ANNOTATION_PAUSED = f"{GROUP}/paused"

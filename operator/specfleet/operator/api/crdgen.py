@@ -12,6 +12,10 @@ from specfleet.operator.api.constants import (
     POLICY_PLURAL,
     POLICY_SHORT_NAMES,
     POLICY_SINGULAR,
+    PROFILE_KIND,
+    PROFILE_PLURAL,
+    PROFILE_SHORT_NAMES,
+    PROFILE_SINGULAR,
     SDD_KIND,
     SDD_PLURAL,
     SDD_SHORT_NAMES,
@@ -19,6 +23,7 @@ from specfleet.operator.api.constants import (
     VERSION,
 )
 from specfleet.operator.api.policy_types import SpeculationPolicySpec
+from specfleet.operator.api.profile_types import SpeculationProfileSpec, SpeculationProfileStatus
 from specfleet.operator.api.types import (
     NAME_INVALID,
     NAME_RULE,
@@ -49,20 +54,31 @@ _KEPT_KEYWORDS = {
     "x-kubernetes-validations",
     "x-kubernetes-preserve-unknown-fields",
     "x-kubernetes-int-or-string",
+    "x-kubernetes-list-type",
+    "x-kubernetes-list-map-keys",
 }
 
-SDD_PRINTER_COLUMNS = [
+READY_CONDITION = '.status.conditions[?(@.type=="Ready")]'
+# `kubectl get` shows the priority-0 columns; `-o wide` adds the priority-1 detail. Figures are rounded in
+# status (see status/evaluation.py), so no column prints a float's full precision.
+SDD_PRINTER_COLUMNS: list[Schema] = [
+    {
+        "name": "Ready",
+        "type": "string",
+        "jsonPath": f"{READY_CONDITION}.status",
+        "description": "Whether every replica is ready (the Ready condition).",
+    },
+    {
+        "name": "Reason",
+        "type": "string",
+        "jsonPath": f"{READY_CONDITION}.reason",
+        "description": "Why the fleet is (not) ready.",
+    },
     {
         "name": "Mode",
         "type": "string",
         "jsonPath": ".spec.speculation.mode",
         "description": "Speculation mode.",
-    },
-    {
-        "name": "Method",
-        "type": "string",
-        "jsonPath": ".spec.speculation.method",
-        "description": "Draft method.",
     },
     {
         "name": "Spec",
@@ -77,18 +93,76 @@ SDD_PRINTER_COLUMNS = [
         "description": "Draft tokens per step.",
     },
     {
+        "name": "Method",
+        "type": "string",
+        "jsonPath": ".spec.speculation.method",
+        "description": "Draft method.",
+        "priority": 1,
+    },
+    {
         "name": "Accept-Len",
         "type": "number",
         "jsonPath": ".status.signals.acceptanceLength",
         "description": "Mean acceptance length over the last window.",
+        "priority": 1,
     },
     {
         "name": "QPS",
         "type": "number",
         "jsonPath": ".status.signals.qps",
         "description": "Completed requests/s.",
+        "priority": 1,
     },
-    {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas", "description": "Ready pods."},
+    {
+        "name": "Ready-Pods",
+        "type": "integer",
+        "jsonPath": ".status.readyReplicas",
+        "description": "Ready pods.",
+        "priority": 1,
+    },
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+POLICY_PRINTER_COLUMNS: list[Schema] = [
+    {
+        "name": "Interval",
+        "type": "integer",
+        "jsonPath": ".spec.intervalSeconds",
+        "description": "Seconds between evaluations.",
+    },
+    {
+        "name": "Cooldown",
+        "type": "integer",
+        "jsonPath": ".spec.cooldownSeconds",
+        "description": "Minimum seconds between restart-bound changes.",
+    },
+    {
+        "name": "Fallback",
+        "type": "string",
+        "jsonPath": ".spec.fallback",
+        "description": "What happens while metrics are missing.",
+    },
+    {
+        "name": "Enable-Margin",
+        "type": "number",
+        "jsonPath": ".spec.enableMargin",
+        "description": "Predicted gain above which speculation turns on.",
+        "priority": 1,
+    },
+    {
+        "name": "Disable-Margin",
+        "type": "number",
+        "jsonPath": ".spec.disableMargin",
+        "description": "Predicted gain below which speculation turns off.",
+        "priority": 1,
+    },
+    {
+        "name": "Restarts/h",
+        "type": "integer",
+        "jsonPath": ".spec.maxRestartsPerHour",
+        "description": "Restart-bound changes allowed per rolling hour.",
+        "priority": 1,
+    },
     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
 ]
 
@@ -229,12 +303,34 @@ def speculation_policy_crd() -> Schema:
         None,
         "Thresholds, windows and safety limits that govern speculation for the deployments referencing it.",
     )
-    columns = [
-        {"name": "Fallback", "type": "string", "jsonPath": ".spec.fallback"},
-        {"name": "Cooldown", "type": "integer", "jsonPath": ".spec.cooldownSeconds"},
-        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-    ]
-    return _crd(POLICY_KIND, POLICY_PLURAL, POLICY_SINGULAR, POLICY_SHORT_NAMES, _version(schema, columns))
+    version = _version(schema, POLICY_PRINTER_COLUMNS)
+    return _crd(POLICY_KIND, POLICY_PLURAL, POLICY_SINGULAR, POLICY_SHORT_NAMES, version)
+
+
+PROFILE_PRINTER_COLUMNS = [
+    {"name": "Fleet", "type": "string", "jsonPath": ".spec.fleetRef.name", "description": "Fleet profiled."},
+    {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "Where the sweep stands."},
+    {
+        "name": "Crossovers",
+        "type": "string",
+        "jsonPath": ".status.summary",
+        "description": "Throughput crossover concurrency per k.",
+    },
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+
+def speculation_profile_crd() -> Schema:
+    """The SpeculationProfile CRD: a measured sweep of one fleet's model and draft, with a status subresource."""
+    schema = _resource_schema(
+        SpeculationProfileSpec,
+        SpeculationProfileStatus,
+        "A sweep over concurrency and k of one fleet's model and draft on the user's prompts, run by the operator "
+        "as a Job against a dedicated engine pod; its crossovers and fitted step costs seed the fleet's policy.",
+        [{"rule": NAME_RULE, "message": NAME_INVALID}],
+    )
+    version = _version(schema, PROFILE_PRINTER_COLUMNS, subresources={"status": {}})
+    return _crd(PROFILE_KIND, PROFILE_PLURAL, PROFILE_SINGULAR, PROFILE_SHORT_NAMES, version)
 
 
 def all_crds() -> dict[str, Schema]:
@@ -242,4 +338,5 @@ def all_crds() -> dict[str, Schema]:
     return {
         f"{SDD_PLURAL}.{GROUP}.yaml": spec_decode_deployment_crd(),
         f"{POLICY_PLURAL}.{GROUP}.yaml": speculation_policy_crd(),
+        f"{PROFILE_PLURAL}.{GROUP}.yaml": speculation_profile_crd(),
     }

@@ -13,6 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from decimal import Decimal
+from typing import Annotated
+
+from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic.config import JsonDict
 
 QUANTITY_PATTERN = r"^[+]?(([0-9]+([.][0-9]*)?)|([.][0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]+))?$"
 # Extended resources are written as plain whole numbers (stricter than the API server's `2000m`, never wrong).
@@ -108,3 +112,21 @@ def resource_problems(requests: Mapping[str, str], limits: Mapping[str, str]) ->
         elif limit is not None and quantity_value(request) > quantity_value(limit):
             problems.append(f"requests[{name}]: {request!r} is more than its limit {limit!r}")
     return problems
+
+
+def _int_or_string(schema: JsonDict) -> None:
+    """The CRD types a quantity as the API server does: an integer or a string (`cpu: 8` or `cpu: 500m`)."""
+    schema.pop("type", None)
+    schema.update({"x-kubernetes-int-or-string": True, "minimum": 0, "pattern": QUANTITY_PATTERN})
+
+
+Quantity = Annotated[
+    str,
+    BeforeValidator(quantity_text),
+    AfterValidator(check_quantity),
+    Field(
+        description="A Kubernetes resource quantity, e.g. `1`, `500m`, `16Gi`; never negative.",
+        max_length=64,
+        json_schema_extra=_int_or_string,
+    ),
+]

@@ -7,20 +7,30 @@ from enum import StrEnum
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
+from specfleet.operator.api.base import ApiModel, cel
+from specfleet.operator.api.pod_types import (
+    MAX_VOLUMES,
+    SYSTEM_PRIORITY_RULE,
+    VOLUME_RULES,
+    Affinity,
+    LocalObjectReference,
+    SubdomainName,
+    Volume,
+    VolumeMount,
+    check_priority_class,
+    volume_problems,
+)
 from specfleet.operator.api.policy_types import PolicySpec
 from specfleet.operator.api.quantity import (
     ACCELERATORS,
     EXTENDED_EQUAL,
     EXTENDED_WHOLE,
     GPU_RESOURCE,
-    QUANTITY_PATTERN,
     WHOLE_PATTERN,
-    check_quantity,
-    quantity_text,
+    Quantity,
     resource_problems,
 )
 from specfleet.runtime.engine_flags import MAX_K
@@ -32,26 +42,6 @@ from specfleet.runtime.extra_args import (
     extra_arg_problem,
 )
 from specfleet.runtime.health import HEALTH_PORT
-
-
-class ApiModel(BaseModel):
-    """Base for every API object: camelCase on the wire, snake_case in Python, unknown fields refused."""
-
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        use_enum_values=True,
-    )
-
-    def to_api(self) -> dict[str, Any]:
-        """The object as the Kubernetes API holds it (camelCase, unset optionals left out)."""
-        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
-def cel(rule: str, message: str) -> JsonDict:
-    """One `x-kubernetes-validations` entry."""
-    return {"rule": rule, "message": message}
 
 
 class SpeculationMode(StrEnum):
@@ -115,22 +105,6 @@ ExtraArg = Annotated[
 METHODS_NEEDING_DRAFT = frozenset({SpeculationMethod.EAGLE3, SpeculationMethod.DRAFT_MODEL})
 
 
-def _int_or_string(schema: JsonDict) -> None:
-    """The CRD types a quantity as the API server does: an integer or a string (`cpu: 8` or `cpu: 500m`)."""
-    schema.pop("type", None)
-    schema.update({"x-kubernetes-int-or-string": True, "minimum": 0, "pattern": QUANTITY_PATTERN})
-
-
-Quantity = Annotated[
-    str,
-    BeforeValidator(quantity_text),
-    AfterValidator(check_quantity),
-    Field(
-        description="A Kubernetes resource quantity, e.g. `1`, `500m`, `16Gi`; never negative.",
-        max_length=64,
-        json_schema_extra=_int_or_string,
-    ),
-]
 # Bounds the CEL rules' cost over the maps, as the API server estimates it.
 MAX_RESOURCES = 32
 
@@ -252,11 +226,18 @@ class SecretKeyRef(ApiModel):
     key: str = Field(description="Key within the Secret.", min_length=1, max_length=253)
 
 
+class ConfigMapKeySelector(ApiModel):
+    """A key in a ConfigMap of the resource's namespace."""
+
+    name: str = Field(description="ConfigMap name.", min_length=1, max_length=253)
+    key: str = Field(description="Key within the ConfigMap.", min_length=1, max_length=253)
+
+
 class EnvVarSource(ApiModel):
     """Where an environment variable's value comes from."""
 
     secret_key_ref: SecretKeyRef | None = Field(default=None, description="Value from a Secret key.")
-    config_map_key_ref: SecretKeyRef | None = Field(default=None, description="Value from a ConfigMap key.")
+    config_map_key_ref: ConfigMapKeySelector | None = Field(default=None, description="Value from a ConfigMap key.")
 
 
 class EnvVar(ApiModel):
@@ -315,15 +296,23 @@ class RuntimeSpec(ApiModel):
             "x-kubernetes-validations": [
                 cel(f"self.port != {HEALTH_PORT}", PORT_COLLIDES),
                 cel(f"!has(self.env) || self.env.all(e, !e.name.startsWith('{RUNTIME_ENV_PREFIX}'))", RUNTIME_ENV),
+                *VOLUME_RULES,
             ]
         }
     )
 
-    image: str = Field(
-        default="ghcr.io/specfleet/runtime:0.1.0",
+    # No schema default: the operator's configured runtime image applies whenever the spec names none.
+    image: str | None = Field(
+        default=None,
         min_length=1,
         max_length=512,
-        description="Runtime image (vLLM plus the specfleet runtime entrypoint).",
+        description=(
+            "Runtime image (vLLM plus the specfleet runtime entrypoint); unset: the operator's "
+            "(--runtime-image, the chart's runtimeImage), shown in status.runtimeImage."
+        ),
+    )
+    image_pull_secrets: list[LocalObjectReference] = Field(
+        default_factory=list, max_length=16, description="Secrets of the fleet's namespace to pull the image with."
     )
     image_pull_policy: str = Field(
         default="IfNotPresent", pattern=r"^(Always|IfNotPresent|Never)$", description="Image pull policy."
@@ -344,6 +333,38 @@ class RuntimeSpec(ApiModel):
     )
     node_selector: dict[str, str] = Field(default_factory=dict, description="Node labels the pods must match.")
     tolerations: list[Toleration] = Field(default_factory=list, description="Pod tolerations.", max_length=64)
+    affinity: Affinity | None = Field(default=None, description="Node and pod affinity of the pods, as in core/v1.")
+    priority_class_name: SubdomainName | None = Field(
+        default=None,
+        description="PriorityClass of the pods; not a system- class.",
+        json_schema_extra={"x-kubernetes-validations": [SYSTEM_PRIORITY_RULE]},
+    )
+    runtime_class_name: SubdomainName | None = Field(
+        default=None, description="RuntimeClass of the pods (e.g. nvidia), one the cluster admin defined."
+    )
+    service_account_name: SubdomainName | None = Field(
+        default=None,
+        description=(
+            "ServiceAccount of the fleet's namespace the pods run as (default: the namespace's default); "
+            "its cloud identity and pull secrets apply, no Kubernetes API token is mounted."
+        ),
+    )
+    volumes: list[Volume] = Field(
+        default_factory=list,
+        max_length=MAX_VOLUMES,
+        description=(
+            "Extra volumes (persistentVolumeClaim, ephemeral, emptyDir, configMap, secret), e.g. a model cache; "
+            "none named shm, tmp, cache or control-token (the operator's)."
+        ),
+    )
+    volume_mounts: list[VolumeMount] = Field(
+        default_factory=list,
+        max_length=MAX_VOLUMES,
+        description=(
+            "Where the engine container mounts spec.runtime.volumes; not at, above or below the operator's "
+            "mounts (/dev/shm, /tmp, /cache, /var/run/specfleet/control), except below /cache."
+        ),
+    )
     extra_args: list[ExtraArg] = Field(
         default_factory=list,
         max_length=128,
@@ -386,6 +407,18 @@ class RuntimeSpec(ApiModel):
         if port == HEALTH_PORT:
             raise ValueError(f"{PORT_COLLIDES} (got {port})")
         return port
+
+    @field_validator("priority_class_name")
+    @classmethod
+    def _check_priority_class(cls, name: str | None) -> str | None:
+        return check_priority_class(name)
+
+    @model_validator(mode="after")
+    def _check_volumes(self) -> RuntimeSpec:
+        problems = volume_problems(self.volumes, self.volume_mounts)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 # A Prometheus query may take this long at most: a longer deadline only holds a fleet's tick (and its
@@ -494,15 +527,53 @@ class ConditionStatus(StrEnum):
     UNKNOWN = "Unknown"
 
 
-class Condition(ApiModel):
-    """A Kubernetes-style condition."""
+# metav1.Condition's validation, as apimachinery declares it (and controller-gen writes it into every CRD).
+CONDITION_TYPE_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
+CONDITION_MESSAGE_MAX = 32768
 
-    type: str = Field(description="Condition type, e.g. Ready.")
+
+# The apiserver's date-time as the operator writes it: a full date, a time with seconds, a zone (Z or ±hh:mm).
+RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$", re.ASCII)
+
+
+def _check_rfc3339(value: str) -> str:
+    if not RFC3339.match(value):
+        raise ValueError(f"{value!r} is not an RFC 3339 date-time such as 2026-01-02T15:04:05Z")
+    return value
+
+
+# A point in time as the API writes it (RFC 3339; `format: date-time` in the CRD).
+Timestamp = Annotated[str, AfterValidator(_check_rfc3339), Field(json_schema_extra={"format": "date-time"})]
+
+
+def _map_keyed_by_type(schema: JsonDict) -> None:
+    """A list of conditions merges by type, as every Kubernetes API's conditions do."""
+    schema.update({"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]})
+
+
+class Condition(ApiModel):
+    """One aspect of the fleet's state, as metav1.Condition: type, status, reason, message, transition time."""
+
+    type: str = Field(
+        description="Condition type in CamelCase: Ready, Progressing, SpeculationActive, MetricsAvailable, Degraded.",
+        pattern=CONDITION_TYPE_PATTERN,
+        max_length=316,
+    )
     status: ConditionStatus = Field(description="True, False or Unknown.")
-    reason: str = Field(description="CamelCase reason for the last transition.")
-    message: str = Field(default="", description="Human-readable detail.")
-    last_transition_time: str = Field(description="When the status last changed (RFC 3339).")
-    observed_generation: int | None = Field(default=None, description="Generation the condition was set for.")
+    observed_generation: int | None = Field(
+        default=None, ge=0, description="Generation the condition was set for.", json_schema_extra={"format": "int64"}
+    )
+    last_transition_time: Timestamp = Field(description="When the status last changed (RFC 3339).")
+    reason: str = Field(
+        description="CamelCase reason for the condition's last transition.",
+        min_length=1,
+        max_length=1024,
+        pattern=CONDITION_REASON_PATTERN,
+    )
+    message: str = Field(description="Human-readable detail; may be empty.", max_length=CONDITION_MESSAGE_MAX)
 
 
 class ScheduleEntry(ApiModel):
@@ -605,6 +676,15 @@ class Decision(ApiModel):
         return {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else value
 
 
+class Recommendation(ApiModel):
+    """The change Recommend mode advises, kept so its Event is posted once per advice (restarts included)."""
+
+    action: str = Field(description="enable, disable, set-k, set-schedule or rollback.")
+    target: str = Field(description="The configuration advised, e.g. `off`, `k=3` or `k≤4 by table`.")
+    reason: str = Field(description="Why, as the policy first gave this advice.")
+    since: Timestamp = Field(description="When this advice was first given.")
+
+
 class SpecDecodeDeploymentStatus(ApiModel):
     """Observed state of the fleet."""
 
@@ -615,6 +695,9 @@ class SpecDecodeDeploymentStatus(ApiModel):
     ready_replicas: int = Field(default=0, description="Pods that are ready.")
     updated_replicas: int = Field(default=0, description="Pods running the current configuration.")
     selector: str | None = Field(default=None, description="Label selector of the pods (scale subresource).")
+    runtime_image: str | None = Field(
+        default=None, description="Image the pods run: spec.runtime.image, else the operator's --runtime-image."
+    )
     mode: SpeculationMode | None = Field(default=None, description="Effective speculation mode.")
     speculation: SpeculationState | None = Field(default=None, description="Running speculation config.")
     last_good: SpeculationState | None = Field(
@@ -622,7 +705,14 @@ class SpecDecodeDeploymentStatus(ApiModel):
     )
     signals: Signals | None = Field(default=None, description="Latest live signals.")
     decisions: list[Decision] = Field(default_factory=list, description="Most recent decisions, newest last.")
-    conditions: list[Condition] = Field(default_factory=list, description="Ready, Progressing, ... conditions.")
+    recommendation: Recommendation | None = Field(
+        default=None, description="Recommend mode: the change the policy advises; unset while it advises none."
+    )
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description="Ready, Progressing, SpeculationActive, MetricsAvailable and Degraded, one of each type.",
+        json_schema_extra=_map_keyed_by_type,
+    )
     policy_state: dict[str, Any] = Field(
         default_factory=dict,
         description="The policy's memory between evaluations (dwell timers, restart budget, calibration).",

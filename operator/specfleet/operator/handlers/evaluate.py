@@ -17,7 +17,9 @@ from specfleet.operator.api.types import (
     SpeculationState,
 )
 from specfleet.operator.handlers.context import OperatorContext, now_iso
+from specfleet.operator.handlers.converge import status_patch
 from specfleet.operator.handlers.fleet import EventNote, SyncResult, hashed_speculation, sync_fleet
+from specfleet.operator.handlers.profile import CompletedProfile, measured_for
 from specfleet.operator.handlers.signals_hub import Watched
 from specfleet.operator.kubeapi import Ref, sdd_ref
 from specfleet.operator.policy.context import Context, Fleet, build_context, initial_state
@@ -70,8 +72,11 @@ async def evaluate(
     body: dict[str, Any],
     pods: list[PodEndpoint],
     fleet: Callable[[], Sequence[Watched]],
+    profiles: Sequence[CompletedProfile] = (),
 ) -> SyncResult | None:
-    """One evaluation; None when there is nothing to evaluate yet (invalid spec, never reconciled)."""
+    """One evaluation; None when there is nothing to evaluate yet (invalid spec, never reconciled).
+
+    A completed SpeculationProfile of the model and draft the fleet runs is the cost model's prior."""
     meta = body["metadata"]
     namespace, name = meta.get("namespace", "default"), meta["name"]
     try:
@@ -96,7 +101,7 @@ async def evaluate(
     # Ready on the new configuration: during a surge rollout the old pods keep readyReplicas up.
     ready_current = min(previous.updated_replicas, previous.ready_replicas)
     fleet_state = Fleet(spec.replicas, ready_current, running.config_hash)
-    context = build_context(spec, policy, fleet_state, paused=is_paused(body))
+    context = build_context(spec, policy, fleet_state, paused=is_paused(body), measured=measured_for(spec, profiles))
     state = _state(previous, running, context)
     started = time.perf_counter()
     decision = decide(time.time(), signals if isinstance(signals, Signals) else None, state, context)
@@ -131,7 +136,10 @@ async def _record_intent(
     """
     ahead = status.model_copy(update={"speculation": hashed_speculation(spec, target, now)})
     meta = body["metadata"]
-    guarded = {"metadata": {"resourceVersion": meta["resourceVersion"]}, "status": ahead.to_api()}
+    guarded = {
+        "metadata": {"resourceVersion": meta["resourceVersion"]},
+        "status": status_patch(body.get("status"), ahead),
+    }
     written = await ctx.api.patch(sdd_ref(meta.get("namespace", "default"), meta["name"]), guarded, "status")
     return ahead, str(written["metadata"]["resourceVersion"])
 

@@ -71,7 +71,7 @@ async def sync_fleet(
     # Applied without reading it back (the operator reads no Secret of a fleet's namespace): the token is
     # derived, the same at every apply.
     await ctx.api.apply(render_control_secret(owner, await ctx.live.token(ctx.api, owner)), MANAGER, force=True)
-    for child in render_children(owner, spec, pinned):
+    for child in render_children(owner, spec, pinned, ctx.config.runtime_image):
         outcome, stored = await apply_child(ctx.api, child)
         if child["kind"] == "Deployment":
             deployment = stored
@@ -91,11 +91,15 @@ def hashed_speculation(spec: SpecDecodeDeploymentSpec, state: SpeculationState, 
 
 
 def drifted(
-    body: dict[str, Any], found: Mapping[str, Sequence[dict[str, Any]]], kinds: Collection[str] | None = None
+    body: dict[str, Any],
+    found: Mapping[str, Sequence[dict[str, Any]]],
+    runtime_image: str,
+    kinds: Collection[str] | None = None,
 ) -> list[str]:
     """The children (of `kinds`, default all) that are missing from `found` (stored children by kind) or differ
-    from what the fleet renders now; none while a spec change is still to be handled, since its handler renders
-    it (re-rendering the old spec here would roll back what that handler is about to apply)."""
+    from what the fleet renders now (with the operator's `runtime_image`); none while a spec change is still to
+    be handled, since its handler renders it (re-rendering the old spec here would roll back what that handler
+    is about to apply)."""
     meta, status = body["metadata"], body.get("status") or {}
     if status.get("observedGeneration") != meta.get("generation") or not status.get("speculation"):
         return []
@@ -105,7 +109,7 @@ def drifted(
         return []
     state = hashed_speculation(spec, SpeculationState.model_validate(status["speculation"]), now_iso())
     names = []
-    for child in render_children(owner_of(body), spec, state):
+    for child in render_children(owner_of(body), spec, state, runtime_image):
         if kinds is not None and child["kind"] not in kinds:
             continue
         name = child["metadata"]["name"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from wsgiref.simple_server import WSGIServer
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from specfleet.operator.api.types import SpeculationState
@@ -13,6 +15,7 @@ FLEET = ("namespace", "deployment")
 class OperatorMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._server: WSGIServer | None = None
         self.decisions = Counter(
             "specfleet_decisions_total",
             "Policy evaluations by action and reason code (applied=false: Recommend mode or paused).",
@@ -52,7 +55,14 @@ class OperatorMetrics:
         )
 
     def serve(self, port: int) -> None:
-        start_http_server(port, registry=self.registry)
+        self._server, _ = start_http_server(port, registry=self.registry)
+
+    def close(self) -> None:
+        """Stop serving and free the port (an operator stopped in a process that goes on: tests, the demo)."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
 
     def record(self, namespace: str, name: str, decision: Decision, running: SpeculationState, available: bool) -> None:
         fleet = (namespace, name)

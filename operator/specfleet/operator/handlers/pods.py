@@ -33,6 +33,12 @@ def pod_endpoint(pod: dict[str, Any]) -> PodEndpoint | None:
     return PodEndpoint(name=meta["name"], metrics_url=f"http://{host}:{port}/metrics", config_hash=config_hash)
 
 
+def serving_url(pod: dict[str, Any]) -> str | None:
+    """`http://<podIP>:<port>` of the OpenAI server: the runtime serves it and `/metrics` on the one port."""
+    endpoint = pod_endpoint(pod)
+    return None if endpoint is None else endpoint.metrics_url.removesuffix("/metrics")
+
+
 def control_endpoint(pod: dict[str, Any]) -> ControlEndpoint | None:
     """`http://<podIP>:<health port>` of a Ready pod; the annotation overrides the port (local fleets)."""
     meta = pod.get("metadata", {})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import socket
 import time
 from typing import Any
 
@@ -27,6 +28,7 @@ from specfleet.operator.handlers.evaluate import evaluate, watched
 from specfleet.operator.handlers.fleet import EventNote, SyncResult, drifted, owner_of, replica_status, sync_fleet
 from specfleet.operator.handlers.live import push_live
 from specfleet.operator.handlers.pods import ControlEndpoint, control_endpoint, pod_endpoint
+from specfleet.operator.handlers.profile import register_profiles
 from specfleet.operator.handlers.signals_hub import Watched
 from specfleet.operator.kubeapi import sdd_ref
 from specfleet.operator.policy.defaults import WINDOW_SECONDS
@@ -54,16 +56,19 @@ def build_registry(config: OperatorConfig) -> kopf.OperatorRegistry:
         kopf.on.event(group, version, plural, labels=MANAGED, id=f"{plural}-changed", registry=registry)(on_child_event)
         kopf.index(group, version, plural, labels=MANAGED, id=index, registry=registry)(fleet_children)
     kopf.index(*SDD, registry=registry)(fleets)
-    kopf.index("", "v1", "pods", labels=MANAGED, registry=registry)(fleet_pods)
-    kopf.index("", "v1", "pods", labels=MANAGED, registry=registry)(fleet_controls)
-    kopf.on.event("", "v1", "pods", labels=MANAGED, id="pods-changed", registry=registry)(on_pod_event)
+    kopf.index("", "v1", "pods", labels=FLEET_PODS, registry=registry)(fleet_pods)
+    kopf.index("", "v1", "pods", labels=FLEET_PODS, registry=registry)(fleet_controls)
+    kopf.on.event("", "v1", "pods", labels=FLEET_PODS, id="pods-changed", registry=registry)(on_pod_event)
     kopf.timer(*SDD, interval=config.interval_seconds, initial_delay=config.interval_seconds, registry=registry)(
         on_evaluate
     )
+    register_profiles(registry, config)
     return registry
 
 
 MANAGED = {LABEL_MANAGED_BY: MANAGER}
+# A fleet's own pods: a profiling engine pod (labelled with its profile instead) is none of its fleet's.
+FLEET_PODS = {**MANAGED, LABEL_DEPLOYMENT: kopf.PRESENT}
 
 
 def fleets(namespace: str, name: str, spec: kopf.Spec, status: kopf.Status, memo: kopf.Memo, **_: Any) -> Any:
@@ -114,6 +119,7 @@ async def on_evaluate(
     fleet_deployments: kopf.Index,
     fleet_services: kopf.Index,
     fleet_pdbs: kopf.Index,
+    fleet_profiles: kopf.Index,
     **_: Any,
 ) -> None:
     ctx: OperatorContext = memo.ctx
@@ -133,7 +139,9 @@ async def on_evaluate(
         started = time.monotonic()
         # Children are repaired every tick too, whatever events were missed; comparing the rendering with the
         # watched children costs no request, and an unchanged fleet writes nothing.
-        if drifted(owner, {kind: list(index.get(key, [])) for kind, index in children.items()}):
+        if drifted(
+            owner, {kind: list(index.get(key, [])) for kind, index in children.items()}, ctx.config.runtime_image
+        ):
             return await repair(ctx, *key)
         # Level-triggered: replica counts are refreshed every tick, whatever Deployment events were missed.
         deployment = next(iter(fleet_deployments.get(key, [])), None)
@@ -142,7 +150,8 @@ async def on_evaluate(
             if deployment is not None
             else SyncResult(SpecDecodeDeploymentStatus.model_validate(owner.get("status") or {}))
         )
-        result = await evaluate(ctx, {**owner, "status": refreshed.status.to_api()}, pods, peers) or refreshed
+        profiles = list(fleet_profiles.get(key, []))
+        result = await evaluate(ctx, {**owner, "status": refreshed.status.to_api()}, pods, peers, profiles) or refreshed
         # Every tick, not only after a decision: a pod whose table differs (restarted, missed) gets it too.
         return await live_step(ctx, owner, result, list(fleet_controls.get(key, [])), started)
 
@@ -209,6 +218,10 @@ def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     )
     # Only our own Events and warnings reach users; Kopf's per-handler chatter stays in the logs.
     settings.posting.level = logging.WARNING
+    # Events read `From: specfleet` (source.component, reportingComponent), and name the operator's pod.
+    settings.posting.reporting_component = MANAGER
+    settings.posting.reporting_instance = socket.gethostname()
+    settings.posting.event_name_prefix = f"{MANAGER}-event-"
     settings.persistence.finalizer = f"{GROUP}/finalizer"
     settings.networking.request_timeout = 60
     settings.watching.server_timeout = 300
@@ -256,7 +269,7 @@ async def on_child_event(type: str, body: kopf.Body, memo: kopf.Memo, **_: Any) 
     child = dict(body)
 
     async def refresh(owner: dict[str, Any]) -> SyncResult | None:
-        if type == "DELETED" or drifted(owner, {child["kind"]: [child]}, kinds={child["kind"]}):
+        if type == "DELETED" or drifted(owner, {child["kind"]: [child]}, ctx.config.runtime_image, {child["kind"]}):
             return await sync_fleet(ctx, owner)
         return replica_status(owner, child) if child["kind"] == "Deployment" else None
 

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import logging
 import pathlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import yaml
+
 from specfleet.operator.api.types import PrometheusSpec
-from specfleet.operator.config import OperatorConfig
+from specfleet.operator.config import ConfigError, OperatorConfig, one_line
 from specfleet.operator.kubeapi import ApiError, KubeApi, Ref
+from specfleet.operator.lograte import rate_limited
 from specfleet.operator.signals.addresses import AddressRules
 from specfleet.operator.signals.model import (
     FleetKey,
@@ -40,7 +42,7 @@ from specfleet.operator.signals.sources import (
     with_default_url,
 )
 
-log = logging.getLogger(__name__)
+log = rate_limited(__name__)  # warned every tick while the cause lasts
 
 # A reader no fleet used for this many timer intervals is dropped (a policy interval longer than that only
 # costs a new reader object: readers hold no connection between ticks).
@@ -56,12 +58,19 @@ def load_catalog(config: OperatorConfig) -> Catalog:
     A bad file or list is the operator's startup error: running with sources other than the admin wrote
     would point fleets somewhere nobody chose.
     """
-    text = pathlib.Path(config.prometheus_sources).read_text() if config.prometheus_sources else ""
     namespace = config.operator_namespace or (
         SERVICE_ACCOUNT_NAMESPACE.read_text().strip() if SERVICE_ACCOUNT_NAMESPACE.is_file() else None
     )
-    sources = with_default_url(parse_sources(text, namespace), config.prometheus_url)
-    rules = AddressRules.parse(config.inline_prometheus_allow, config.inline_prometheus_deny)
+    path = config.prometheus_sources
+    try:
+        text = pathlib.Path(path).read_text() if path else ""
+        sources = with_default_url(parse_sources(text, namespace), config.prometheus_url)
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        raise ConfigError(f"--prometheus-sources {path}: {one_line(exc)}") from None
+    try:
+        rules = AddressRules.parse(config.inline_prometheus_allow, config.inline_prometheus_deny)
+    except ValueError as exc:
+        raise ConfigError(f"--inline-prometheus-allow/--inline-prometheus-deny: {exc}") from None
     return Catalog(sources, InlinePolicy(allowed=config.allow_inline_prometheus, rules=rules))
 
 

@@ -27,6 +27,8 @@ PRIOR_SPREAD = 0.5
 # drafter's fixed per-step costs at a batch of 256 (the tax measured on k=0 rows reaches +22 %).
 DRAFT_SEQUENCE_SPREAD = 2.0 / 256
 EVIDENCE_HALF_LIFE_S = 4 * 3600.0
+# A profile's measured deviation never falls below this fraction of the roofline's (see `prior_of`).
+MEASURED_SPREAD_FLOOR = 0.1
 # Step times this far from the prior are measurement faults (idle engines, mixed configs, an engine that is
 # not the hardware the spec names), not cost-model errors: they are not fitted.
 RATIO_BOUNDS = (0.2, 5.0)
@@ -82,9 +84,7 @@ class FittedCost:
 
     @cached_property
     def posterior(self) -> Posterior:
-        prior = self.cost.prior_values
-        spread = tuple(PRIOR_SPREAD * p for p in prior)
-        spread = _with(spread, "draft_sequence", DRAFT_SEQUENCE_SPREAD * self.cost.draft.fixed_s)
+        prior, spread = prior_of(self.cost)
         if not self.calibration.evidence.moment:
             return Posterior(prior, _diagonal(spread))
         return self.calibration.evidence.posterior(prior, spread, NOISE)
@@ -112,6 +112,24 @@ class FittedCost:
         """
         share = self.parameters.prefill * self.calibration.admission_rate
         return 1.0 / max(1.0 - share, 0.5)
+
+
+def roofline_spread(cost: CostModel) -> tuple[float, ...]:
+    spread = tuple(PRIOR_SPREAD * p for p in cost.roofline_values)
+    return _with(spread, "draft_sequence", DRAFT_SEQUENCE_SPREAD * cost.draft.fixed_s)
+
+
+def prior_of(cost: CostModel) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The prior's mean and standard deviation: the roofline's, or a profile's measured ones.
+
+    A measured deviation is floored at MEASURED_SPREAD_FLOOR of the roofline's, so that live evidence can still
+    move a parameter the profile pinned down under conditions (prompts, context, hardware) that may drift.
+    """
+    roofline = roofline_spread(cost)
+    if cost.measured is None:
+        return cost.roofline_values, roofline
+    floored = tuple(max(s, MEASURED_SPREAD_FLOOR * r) for s, r in zip(cost.measured.std, roofline, strict=True))
+    return cost.measured.mean, floored
 
 
 def _with(values: tuple[float, ...], name: str, value: float) -> tuple[float, ...]:

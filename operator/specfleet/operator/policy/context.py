@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from specfleet.operator.api.types import SpecDecodeDeploymentSpec, SpeculationMode
 from specfleet.operator.policy.acceptance import PRIORS, AcceptancePrior, prior_curve
 from specfleet.operator.policy.calibration import Calibration
-from specfleet.operator.policy.costmodel import CostModel
+from specfleet.operator.policy.costmodel import CostModel, MeasuredPrior
 from specfleet.operator.policy.predictor import Predictor
 from specfleet.operator.policy.resolve import ResolvedPolicy
 from specfleet.operator.policy.schedule import render_schedule, table_supported
@@ -66,20 +66,30 @@ class Context:
         return SpecConfig(enabled=True, k=ceiling or self.policy.min_k, schedule=table)
 
 
+def fleet_cost(spec: SpecDecodeDeploymentSpec, measured: MeasuredPrior | None = None) -> CostModel:
+    """The fleet's step-cost model: the roofline of its model and hardware, or a profile's measured prior."""
+    return CostModel.build(
+        spec.runtime.accelerator,
+        spec.model.name,
+        str(spec.speculation.method),
+        size_billions=spec.model.size_billions,
+        tensor_parallel=spec.model.tensor_parallel_size,
+    ).with_measured(measured)
+
+
 def build_context(
-    spec: SpecDecodeDeploymentSpec, policy: ResolvedPolicy, fleet: Fleet, *, paused: bool = False
+    spec: SpecDecodeDeploymentSpec,
+    policy: ResolvedPolicy,
+    fleet: Fleet,
+    *,
+    paused: bool = False,
+    measured: MeasuredPrior | None = None,
 ) -> Context:
     """The context of a SpecDecodeDeployment (the operator's path; the simulator may build one itself)."""
     method = str(spec.speculation.method)
     return Context(
         policy=policy,
-        cost=CostModel.build(
-            spec.runtime.accelerator,
-            spec.model.name,
-            method,
-            size_billions=spec.model.size_billions,
-            tensor_parallel=spec.model.tensor_parallel_size,
-        ),
+        cost=fleet_cost(spec, measured),
         method=method,
         mode=SpeculationMode(spec.speculation.mode),
         fleet=fleet,

@@ -21,7 +21,7 @@ fleet's observed step times.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import astuple, dataclass, replace
 from functools import cached_property
 
 from specfleet.operator.policy.acceptance import expected_tokens
@@ -105,14 +105,24 @@ class StepShape:
 
 
 @dataclass(frozen=True)
+class MeasuredPrior:
+    """Step-cost parameters measured on the fleet's own model and draft (a SpeculationProfile's fit), in
+    `Parameters`' order: they replace the roofline as the fit's starting point, with their own uncertainty."""
+
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class CostModel:
-    """Roofline step-cost prior for one replica (a tensor-parallel group of GPUs)."""
+    """Roofline step-cost prior for one replica (a tensor-parallel group of GPUs), or a measured one."""
 
     gpu: GpuProfile
     model: ModelProfile
     draft: DraftProfile
     tensor_parallel: int = 1
     context_tokens: float = DEFAULT_CONTEXT_TOKENS
+    measured: MeasuredPrior | None = None
 
     @classmethod
     def build(
@@ -187,8 +197,16 @@ class CostModel:
         return StepShape(batch=batch, tokens=batch * (k + 1), context=self.context_tokens, k=k, drafter=drafter)
 
     @cached_property
-    def prior_values(self) -> tuple[float, ...]:
+    def roofline_values(self) -> tuple[float, ...]:
         return astuple(self.prior())
+
+    @cached_property
+    def prior_values(self) -> tuple[float, ...]:
+        """The fit's starting point: the measured parameters where a profile gave them, else the roofline."""
+        return self.measured.mean if self.measured is not None else self.roofline_values
+
+    def with_measured(self, measured: MeasuredPrior | None) -> CostModel:
+        return replace(self, measured=measured)
 
     def step(self, shape: StepShape, values: Sequence[float] | None = None) -> float:
         """Seconds of one step: parameter values (`Parameters`' order; the prior's by default) times features."""
@@ -202,7 +220,7 @@ class CostModel:
         return self.step(self.shape(k, batch, drafter=True))
 
     def with_context(self, context_tokens: float) -> CostModel:
-        return CostModel(self.gpu, self.model, self.draft, self.tensor_parallel, context_tokens)
+        return replace(self, context_tokens=context_tokens)
 
     def kv_capacity_tokens(self) -> float:
         """KV-cache tokens one replica holds: its memory share left after the weights."""

@@ -10,15 +10,25 @@ from specfleet.operator.api.constants import (
     ANNOTATION_SPEC_CONFIG,
     LABEL_CONFIG_HASH,
 )
+from specfleet.operator.api.pod_types import (
+    CACHE_VOLUME,
+    CONTROL_FILE,
+    CONTROL_MOUNT,
+    CONTROL_SECRET_SUFFIX,
+    CONTROL_VOLUME,
+    MANAGED_MOUNTS,
+    SHM_VOLUME,
+    TMP_VOLUME,
+)
 from specfleet.operator.api.quantity import GPU_RESOURCE
 from specfleet.operator.api.types import EnvVar, SpecDecodeDeploymentSpec, SpeculationState
 from specfleet.operator.render.engine import engine_config
 from specfleet.operator.render.labels import Owner, common_labels, object_meta, selector_labels
 from specfleet.runtime.engine_args import EngineConfig, canonical_json
 from specfleet.runtime.health import HEALTH_PORT, LIVE_PATH, READY_PATH
+from specfleet.runtime.image import CACHE_DIR, SPECFLEET_UID
 from specfleet.runtime.table_control import DEFAULT_TOKEN_PATH, TOKEN_FILE_ENV
 
-CACHE_DIR = "/cache"
 # Endpoints take a few seconds to drop a terminating pod: keep serving meanwhile, then drain.
 PRE_STOP_SLEEP_SECONDS = 5
 # The grace period also covers the pre-stop sleep and vLLM's own stop (up to 10 s after the drain).
@@ -26,12 +36,11 @@ DRAIN_MARGIN_SECONDS = PRE_STOP_SLEEP_SECONDS + 10
 PROBE_PERIOD_SECONDS = 10
 # The per-fleet Secret whose token authenticates the operator's live-table changes on each pod's control port.
 CONTROL_TOKEN_KEY = "token"
-CONTROL_VOLUME = "control-token"
-CONTROL_MOUNT, _, CONTROL_FILE = DEFAULT_TOKEN_PATH.rpartition("/")
+ENGINE_CONTAINER = "engine"
 
 
 def control_secret_name(fleet: str) -> str:
-    return f"{fleet}-specfleet-control"
+    return f"{fleet}{CONTROL_SECRET_SUFFIX}"
 
 
 def render_control_secret(owner: Owner, token: str) -> dict[str, Any]:
@@ -45,17 +54,22 @@ def render_control_secret(owner: Owner, token: str) -> dict[str, Any]:
     }
 
 
-def render_children(owner: Owner, spec: SpecDecodeDeploymentSpec, state: SpeculationState) -> list[dict[str, Any]]:
-    """Every child object, in the order they should be created."""
+def render_children(
+    owner: Owner, spec: SpecDecodeDeploymentSpec, state: SpeculationState, runtime_image: str
+) -> list[dict[str, Any]]:
+    """Every child object, in the order they should be created; `runtime_image` is the operator's, for a spec
+    that names none."""
     config = engine_config(spec, state)
     return [
-        render_deployment(owner, spec, config),
+        render_deployment(owner, spec, config, runtime_image),
         render_service(owner, spec),
         render_pdb(owner),
     ]
 
 
-def render_deployment(owner: Owner, spec: SpecDecodeDeploymentSpec, config: EngineConfig) -> dict[str, Any]:
+def render_deployment(
+    owner: Owner, spec: SpecDecodeDeploymentSpec, config: EngineConfig, runtime_image: str
+) -> dict[str, Any]:
     config_hash = config.config_hash()
     annotations = {ANNOTATION_CONFIG_HASH: config_hash}
     if config.speculative is not None:
@@ -72,28 +86,39 @@ def render_deployment(owner: Owner, spec: SpecDecodeDeploymentSpec, config: Engi
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
             "template": {
                 "metadata": {"labels": pod_labels, "annotations": dict(annotations)},
-                "spec": _pod_spec(owner, spec, config, config_hash),
+                "spec": pod_spec(owner, spec, config, config_hash, runtime_image),
             },
         },
     }
 
 
-def _pod_spec(owner: Owner, spec: SpecDecodeDeploymentSpec, config: EngineConfig, config_hash: str) -> dict[str, Any]:
+def pod_spec(
+    owner: Owner, spec: SpecDecodeDeploymentSpec, config: EngineConfig, config_hash: str, runtime_image: str
+) -> dict[str, Any]:
+    """An engine pod of the fleet `owner` (its pods, or a profiling pod of its model): it mounts the fleet's
+    control Secret, and the spec's volumes beside the operator's (the types refuse any that would override them).
+
+    The user's pod settings change the pod template, so the Deployment rolls the pods, but not the configuration
+    hash: they do not change what the engine computes, so signals measured before still describe it.
+    """
     runtime = spec.runtime
     pod: dict[str, Any] = {
         "terminationGracePeriodSeconds": runtime.termination_grace_period_seconds,
         "securityContext": {
             "runAsNonRoot": True,
-            "runAsUser": 1000,
-            "runAsGroup": 1000,
-            "fsGroup": 1000,
+            "runAsUser": SPECFLEET_UID,
+            "runAsGroup": SPECFLEET_UID,
+            "fsGroup": SPECFLEET_UID,
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        "containers": [_engine_container(spec, config, config_hash)],
+        # The engine never calls the Kubernetes API: naming a ServiceAccount gives the pods its cloud identity
+        # and pull secrets, never its API rights.
+        "automountServiceAccountToken": False,
+        "containers": [_engine_container(spec, config, config_hash, runtime_image)],
         "volumes": [
-            {"name": "shm", "emptyDir": {"medium": "Memory"}},
-            {"name": "tmp", "emptyDir": {}},
-            {"name": "cache", "emptyDir": {}},
+            {"name": SHM_VOLUME, "emptyDir": {"medium": "Memory"}},
+            {"name": TMP_VOLUME, "emptyDir": {}},
+            {"name": CACHE_VOLUME, "emptyDir": {}},
             {
                 "name": CONTROL_VOLUME,
                 "secret": {
@@ -102,8 +127,19 @@ def _pod_spec(owner: Owner, spec: SpecDecodeDeploymentSpec, config: EngineConfig
                     "defaultMode": 0o440,
                 },
             },
+            *(volume.to_api() for volume in runtime.volumes),
         ],
     }
+    named = {
+        "serviceAccountName": runtime.service_account_name,
+        "priorityClassName": runtime.priority_class_name,
+        "runtimeClassName": runtime.runtime_class_name,
+    }
+    pod.update({key: name for key, name in named.items() if name is not None})
+    if runtime.image_pull_secrets:
+        pod["imagePullSecrets"] = [secret.to_api() for secret in runtime.image_pull_secrets]
+    if runtime.affinity is not None:
+        pod["affinity"] = runtime.affinity.to_api()
     if runtime.node_selector:
         pod["nodeSelector"] = dict(runtime.node_selector)
     if runtime.tolerations:
@@ -111,11 +147,13 @@ def _pod_spec(owner: Owner, spec: SpecDecodeDeploymentSpec, config: EngineConfig
     return pod
 
 
-def _engine_container(spec: SpecDecodeDeploymentSpec, config: EngineConfig, config_hash: str) -> dict[str, Any]:
+def _engine_container(
+    spec: SpecDecodeDeploymentSpec, config: EngineConfig, config_hash: str, runtime_image: str
+) -> dict[str, Any]:
     runtime = spec.runtime
     return {
-        "name": "engine",
-        "image": runtime.image,
+        "name": ENGINE_CONTAINER,
+        "image": runtime.image or runtime_image,
         "imagePullPolicy": runtime.image_pull_policy,
         "command": ["specfleet-runtime"],
         "args": config.vllm_args(),
@@ -140,10 +178,9 @@ def _engine_container(spec: SpecDecodeDeploymentSpec, config: EngineConfig, conf
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "volumeMounts": [
-            {"name": "shm", "mountPath": "/dev/shm"},
-            {"name": "tmp", "mountPath": "/tmp"},
-            {"name": "cache", "mountPath": CACHE_DIR},
+            *({"name": name, "mountPath": path} for name, path in MANAGED_MOUNTS.items() if name != CONTROL_VOLUME),
             {"name": CONTROL_VOLUME, "mountPath": CONTROL_MOUNT, "readOnly": True},
+            *(mount.to_api() for mount in runtime.volume_mounts),
         ],
     }
 

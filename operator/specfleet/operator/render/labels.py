@@ -22,16 +22,17 @@ ENGINE_APP = "specfleet-engine"
 
 @dataclass(frozen=True)
 class Owner:
-    """The SpecDecodeDeployment the children belong to."""
+    """The resource the children belong to: a SpecDecodeDeployment, or a SpeculationProfile."""
 
     name: str
     namespace: str
     uid: str
+    kind: str = SDD_KIND
 
     def reference(self) -> dict[str, Any]:
         return {
             "apiVersion": API_VERSION,
-            "kind": SDD_KIND,
+            "kind": self.kind,
             "name": self.name,
             "uid": self.uid,
             "controller": True,

@@ -8,15 +8,14 @@ Connection errors and 429/5xx answers are retried with exponential backoff; a qu
 (it would time out again), so a slow Prometheus costs a tick about one timeout, never a multiple of it.
 
 Nothing a server sends reaches a reason, a log line or a metric: not its body, not its headers, and the URL
-only as its host. A failure is a fixed sentence with the HTTP status code. The bearer token is only ever
-placed in the Authorization header.
+only as its host and port. A failure is a fixed sentence with the HTTP status code. The bearer token is only
+ever placed in the Authorization header. A failing tick logs one line, rate-limited per cause (lograte.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import socket
 import ssl
 import time
@@ -24,16 +23,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from specfleet.operator.lograte import rate_limited
 from specfleet.operator.signals.addresses import AddressRules, numeric_address, refusal
 from specfleet.operator.signals.model import FleetKey, FleetTarget, LabelMapping, SignalsResult, Unavailable
 from specfleet.operator.signals.promql import Query, build_queries, fleet_matchers, parse_results
 from specfleet.operator.signals.rates import fleet_signals
 
-log = logging.getLogger(__name__)
+log = rate_limited(__name__)
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_ANSWER_BYTES = 32 * 1024 * 1024  # an answer larger than this is refused unread, not buffered
@@ -184,6 +185,8 @@ class PrometheusReader:
     def __init__(self, config: PrometheusConfig) -> None:
         self.config = config
         self._endpoint = config.url.rstrip("/") + "/api/v1/query"
+        url = urlsplit(config.url)
+        self.host = f"{url.hostname}:{url.port}" if url.port else str(url.hostname)  # never its credentials
         self._headers = {"Authorization": f"Bearer {config.bearer_token}"} if config.bearer_token else {}
         self._ssl = ssl_context(config)
         self._bulkhead: asyncio.Semaphore | None = None  # made on first use, in the loop that uses it
@@ -265,10 +268,12 @@ class PrometheusReader:
         failed: dict[str, QueryFailure] = {}
         for query, outcome in zip(queries, outcomes, strict=True):
             if isinstance(outcome, QueryFailure):
-                log.warning("Prometheus query %s failed: %s", query.name, outcome.reason)
                 failed[query.name] = outcome
             else:
                 answered[query.name] = outcome
+        if failed:
+            reasons = ", ".join(sorted({failure.reason for failure in failed.values()}))
+            log.warning("Prometheus query failures at %s: %d of %d (%s)", self.host, len(failed), len(queries), reasons)
         return answered, failed
 
     async def read(

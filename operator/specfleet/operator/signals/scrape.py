@@ -8,7 +8,6 @@ snapshots of a pod inside the window, so the first tick after start yields gauge
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
+from specfleet.operator.lograte import rate_limited
 from specfleet.operator.signals.model import (
     FleetKey,
     FleetTarget,
@@ -28,7 +28,7 @@ from specfleet.operator.signals.prometheus import iso_time
 from specfleet.operator.signals.rates import fleet_signals
 from specfleet.operator.signals.snapshot import Sample, Snapshot, add_pod, vllm_metric
 
-log = logging.getLogger(__name__)
+log = rate_limited(__name__)  # warned every tick while the cause lasts
 
 PodKey = tuple[str, str]  # (namespace, pod)
 

@@ -17,11 +17,11 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import Field, ValidationError
 
+from specfleet.operator.api.base import ApiModel
 from specfleet.operator.api.parse import describe_errors
 from specfleet.operator.api.types import (
     MAX_PROMETHEUS_TIMEOUT_SECONDS,
     SOURCE_NAME_PATTERN,
-    ApiModel,
     PrometheusSpec,
     SecretKeyRef,
 )

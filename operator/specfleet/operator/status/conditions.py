@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from specfleet.operator.api.types import Condition, ConditionStatus
+from specfleet.operator.api.types import CONDITION_MESSAGE_MAX, Condition, ConditionStatus
+
+ELLIPSIS = "…"
 
 
 def set_condition(
@@ -25,13 +27,21 @@ def set_condition(
         type=type_,
         status=value,
         reason=reason,
-        message=message,
+        message=bounded(message),
         last_transition_time=transition,
         observed_generation=generation,
     )
     if previous is None:
         return [*conditions, updated]
     return [updated if c.type == type_ else c for c in conditions]
+
+
+def bounded(message: str) -> str:
+    """A message within metav1.Condition's limit: a longer one (an error echoing hostile input) would make the
+    apiserver refuse the whole status write."""
+    if len(message) <= CONDITION_MESSAGE_MAX:
+        return message
+    return message[: CONDITION_MESSAGE_MAX - len(ELLIPSIS)] + ELLIPSIS
 
 
 def condition_status(conditions: list[Condition], type_: str) -> ConditionStatus | None:

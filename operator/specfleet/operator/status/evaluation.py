@@ -7,18 +7,24 @@ from datetime import datetime
 
 from specfleet.operator.api.types import Decision as DecisionRecord
 from specfleet.operator.api.types import (
+    Recommendation,
     ScheduleEntry,
     Signals,
     SpecDecodeDeploymentStatus,
     SpeculationState,
 )
-from specfleet.operator.policy.decision import Action, Decision
+from specfleet.operator.policy.decision import Action, Decision, Reason
 from specfleet.operator.policy.state import SpecConfig
 from specfleet.operator.signals.model import Unavailable
 from specfleet.operator.status.conditions import set_condition
 from specfleet.operator.status.fleet import METRICS_AVAILABLE
 
 DECISIONS_KEPT = 20
+# The figures `kubectl get` prints are kept to two decimals in status; the policy decided on the full values.
+SHOWN_DECIMALS = 2
+SHOWN_SIGNALS = ("acceptance_length", "qps")
+# Holds that say nothing about the advice (no look at the fleet, or no data): a standing recommendation stays.
+UNINFORMED_HOLDS = frozenset({Reason.PAUSED, Reason.METRICS_MISSING, Reason.NO_FORECAST})
 
 EVENT_REASONS = {
     Action.ENABLE: "SpeculationEnabled",
@@ -96,7 +102,7 @@ def fold_evaluation(
             status.conditions, METRICS_AVAILABLE, False, signals.reason, message, now, generation
         )
     else:
-        status = status.model_copy(update={"signals": signals})
+        status = status.model_copy(update={"signals": shown(signals)})
         detail = f"{signals.pods or 0} pods, {signals.samples or 0} verify rounds in the window"
         conditions = set_condition(status.conditions, METRICS_AVAILABLE, True, "SignalsRead", detail, now, generation)
     status = status.model_copy(update={"conditions": conditions})
@@ -105,18 +111,35 @@ def fold_evaluation(
     if not _repeats(last, record):
         status = status.model_copy(update={"decisions": [*previous.decisions, record][-DECISIONS_KEPT:]})
     apply = None
-    if decision.action != Action.HOLD:
-        if decision.applied:
-            apply = to_speculation_state(decision.target, method, record.reason, now)
-            events.append(
-                Note("Normal", EVENT_REASONS[decision.action], f"{decision.target.describe()}: {record.reason}")
-            )
-        elif last is None or last.reason != record.reason or last.applied:
-            events.append(
-                Note(
-                    "Normal",
-                    "Recommendation",
-                    f"would {decision.action.value} → {decision.target.describe()}: {record.reason}",
-                )
-            )
-    return Evaluation(status=status, apply=apply, events=events)
+    if decision.action != Action.HOLD and decision.applied:
+        apply = to_speculation_state(decision.target, method, record.reason, now)
+        events.append(Note("Normal", EVENT_REASONS[decision.action], f"{decision.target.describe()}: {record.reason}"))
+    recommendation, advised = recommend(previous.recommendation, decision, record.reason, now)
+    status = status.model_copy(update={"recommendation": recommendation})
+    return Evaluation(status=status, apply=apply, events=events + advised)
+
+
+def shown(signals: Signals) -> Signals:
+    """The signals as status keeps them: the printer columns' figures rounded, the rest as measured."""
+    rounded = {name: round(value, SHOWN_DECIMALS) for name in SHOWN_SIGNALS if (value := getattr(signals, name))}
+    return signals.model_copy(update=rounded)
+
+
+def recommend(
+    standing: Recommendation | None, decision: Decision, reason: str, now: str
+) -> tuple[Recommendation | None, list[Note]]:
+    """The recommendation status keeps after a decision, and its Event when the advice is new.
+
+    The advice is the change and its target; the reason's figures move every evaluation, so they do not make
+    it new. Kept in status, so a restarted operator does not announce it again either.
+    """
+    if decision.applied:
+        return None, []  # not Recommend mode: what the policy wants, it does
+    if decision.action == Action.HOLD:
+        informed = decision.wants is None and decision.code not in UNINFORMED_HOLDS
+        return (None if informed else standing), []
+    advice = Recommendation(action=decision.action.value, target=decision.target.describe(), reason=reason, since=now)
+    if standing is not None and (standing.action, standing.target) == (advice.action, advice.target):
+        return standing, []
+    message = f"would {advice.action} → {advice.target}: {reason}"
+    return advice, [Note("Normal", "Recommendation", message)]

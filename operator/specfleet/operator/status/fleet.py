@@ -9,6 +9,7 @@ from specfleet.operator.api.types import (
     SpecDecodeDeploymentStatus,
     SpeculationState,
 )
+from specfleet.operator.render.children import ENGINE_CONTAINER
 from specfleet.operator.status.conditions import set_condition
 
 READY = "Ready"
@@ -78,11 +79,19 @@ def fleet_status(
             "ready_replicas": ready,
             "updated_replicas": updated,
             "selector": selector,
+            "runtime_image": _runtime_image(deployment) or previous.runtime_image,
             "mode": spec.speculation.mode,
             "speculation": state,
             "conditions": conditions,
         }
     )
+
+
+def _runtime_image(deployment: dict[str, Any] | None) -> str | None:
+    """The engine image the Deployment runs: the spec's, or the operator's default where the spec names none."""
+    containers = (deployment or {}).get("spec", {}).get("template", {}).get("spec", {}).get("containers") or []
+    image = next((c.get("image") for c in containers if c.get("name") == ENGINE_CONTAINER), None)
+    return str(image) if image else None
 
 
 def invalid_status(

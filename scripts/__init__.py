@@ -1,0 +1,1 @@
+"""Repository tooling, run as `python3 -m scripts.<name>` from the repository root."""

@@ -1,0 +1,39 @@
+"""One UID everywhere: the images' user (Dockerfile), the chart's operator pods, the engine pods the operator
+renders and docs/images.md all use specfleet.runtime.image.SPECFLEET_UID."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from specfleet.runtime.image import SPECFLEET_UID
+from tests.chart.engines import engine_deployment
+from tests.examples import EXAMPLES, ROOT
+
+
+def test_every_image_is_built_with_the_uid() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    # Each final stage declares the UID after its FROM, and runs as it.
+    stages = {
+        name: body for name, body in re.findall(r"^FROM \S+ AS (\w+)$(.*?)(?=^FROM |\Z)", dockerfile, re.M | re.S)
+    }
+    users = {name: re.findall(r"^ARG UID=(\d+)$", body, re.M) for name, body in stages.items() if "USER" in body}
+    assert {"operator", "runtime"} <= users.keys()
+    assert all(uids == [str(SPECFLEET_UID)] for uids in users.values()), users
+
+
+def test_the_charts_operator_pods_run_as_the_uid() -> None:
+    values = yaml.safe_load((ROOT / "charts" / "specfleet" / "values.yaml").read_text())
+    context = values["podSecurityContext"]
+    assert (context["runAsUser"], context["runAsGroup"]) == (SPECFLEET_UID, SPECFLEET_UID)
+
+
+def test_the_engine_pods_run_as_the_uid() -> None:
+    context = engine_deployment(EXAMPLES / "llama-8b-eagle3.yaml")["spec"]["template"]["spec"]["securityContext"]
+    assert (context["runAsUser"], context["runAsGroup"], context["fsGroup"]) == (SPECFLEET_UID,) * 3
+
+
+def test_the_image_docs_name_the_uid() -> None:
+    rows = re.findall(r"^\| `(operator|runtime)` .*\| (\d+) +\|$", (ROOT / "docs" / "images.md").read_text(), re.M)
+    assert dict(rows) == {"operator": str(SPECFLEET_UID), "runtime": str(SPECFLEET_UID)}
