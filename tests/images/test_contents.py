@@ -9,6 +9,7 @@ nothing else of specfleet (`python -S`: no .pth files, so none of the editable w
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -21,16 +22,21 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 WORKSHOP = ("simulator", "emulator", "demo", "profile")
+PACKAGES = {"specfleet": "operator", "specfleet-runtime": "runtime", "specfleet-profile": "profile"}
+UNLOADED = ("matplotlib", "rich", "kmock", "celpy")  # what the operator's and the runtime's images never import
 # Third-party packages only the workshop needs; the operator's image must not require them.
 WORKSHOP_ONLY = {"matplotlib", "rich", "kmock", "cel-python", "jsonpatch", "protobuf"}
 
 
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    out = tmp_path_factory.mktemp("wheels")
+    """The wheels the Dockerfile's build stages make, built from copies (setuptools writes build/ beside them)."""
+    out, sources = tmp_path_factory.mktemp("wheels"), tmp_path_factory.mktemp("sources")
+    for folder in ("runtime", "operator", "profile"):
+        shutil.copytree(ROOT / folder, sources / folder, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--wheel-dir", str(out)]
-        + [str(ROOT / folder) for folder in ("runtime", "operator")],
+        + [str(sources / folder) for folder in ("runtime", "operator", "profile")],
         check=True,
         timeout=240,
     )
@@ -54,16 +60,28 @@ def test_the_build_stage_takes_only_the_operator_and_the_runtime() -> None:
     assert "pip wheel --no-cache-dir --no-deps --wheel-dir /wheels ./runtime ./operator" in build
 
 
+def test_the_profilers_wheel_stage_takes_only_the_profiler() -> None:
+    stage = _stage("profile_wheel")
+    assert re.findall(r"^COPY (\S+) ", stage, re.MULTILINE) == ["profile/"]
+    assert "pip wheel --no-cache-dir --no-deps --wheel-dir /wheels ./profile" in stage
+
+
 def test_each_image_installs_its_own_wheels() -> None:
     assert "/wheels/specfleet_runtime-*.whl /wheels/specfleet-*.whl" in _stage("operator")
+    assert "specfleet_profile" not in _stage("operator")
+    assert "/wheels/specfleet_profile-*.whl" in _stage("profiler")
     runtime = _stage("runtime")
     assert "COPY --from=build /wheels/specfleet_runtime-*.whl /wheels/" in runtime
     assert "specfleet-*.whl" not in runtime
 
 
 def test_the_wheels_hold_one_package_each(wheels: dict[str, Path]) -> None:
-    assert set(wheels) == {"specfleet", "specfleet-runtime"}
-    for distribution, package in (("specfleet", "operator"), ("specfleet-runtime", "runtime")):
+    assert set(wheels) == set(PACKAGES)
+    for distribution, package in (
+        ("specfleet", "operator"),
+        ("specfleet-runtime", "runtime"),
+        ("specfleet-profile", "profile"),
+    ):
         names = zipfile.ZipFile(wheels[distribution]).namelist()
         code = {name.split("/")[1] for name in names if name.startswith("specfleet/")}
         assert code == {package}, f"{distribution} carries {sorted(code)}"
@@ -85,15 +103,24 @@ def test_the_runtime_requires_only_what_the_vllm_image_ships(wheels: dict[str, P
 
 
 @pytest.mark.parametrize(
-    ("distributions", "absent"),
+    ("distributions", "absent", "unloaded"),
     [
-        (("specfleet", "specfleet-runtime"), WORKSHOP),
-        (("specfleet-runtime",), ("operator", *WORKSHOP)),
+        (("specfleet", "specfleet-runtime"), WORKSHOP, ("matplotlib", "rich", "kmock", "celpy")),
+        (("specfleet-runtime",), ("operator", *WORKSHOP), ("matplotlib", "rich", "kmock", "celpy")),
+        (
+            ("specfleet", "specfleet-runtime", "specfleet-profile"),
+            ("simulator", "emulator", "demo"),
+            ("kmock", "celpy"),
+        ),
     ],
-    ids=["operator-image", "runtime-image"],
+    ids=["operator-image", "runtime-image", "profiler-image"],
 )
 def test_every_module_of_an_image_imports_without_the_rest(
-    wheels: dict[str, Path], tmp_path: Path, distributions: tuple[str, ...], absent: tuple[str, ...]
+    wheels: dict[str, Path],
+    tmp_path: Path,
+    distributions: tuple[str, ...],
+    absent: tuple[str, ...],
+    unloaded: tuple[str, ...],
 ) -> None:
     target = tmp_path / "image"
     for distribution in distributions:
@@ -106,7 +133,7 @@ for module in pkgutil.walk_packages(specfleet.__path__, "specfleet."):
     importlib.import_module(module.name)
 missing = [name for name in {list(absent)!r} if importlib.util.find_spec("specfleet." + name) is not None]
 assert not missing, f"image sees {{missing}}"
-loaded = sorted(name for name in ("matplotlib", "rich", "kmock", "celpy") if name in sys.modules)
+loaded = sorted(name for name in {list(unloaded)!r} if name in sys.modules)
 assert not loaded, f"image imported {{loaded}}"
 print(len(list(pkgutil.walk_packages(specfleet.__path__, "specfleet."))))
 """

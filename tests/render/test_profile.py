@@ -92,6 +92,8 @@ def test_the_job_sweeps_every_k_and_the_baseline_with_the_prompts_of_its_own_nam
         PROFILE, 3, _profile(), FLEET.name, "registry/profiler:1", "http://10.0.0.9:8000", "http://10.0.0.9:8081"
     )
     assert job["metadata"]["name"] == "llama-8b-g3"
+    again = render_job(PROFILE, 3, _profile(), FLEET.name, "registry/profiler:1", "http://a:8000", "http://a:8081", 2)
+    assert again["metadata"]["name"] == "llama-8b-g3-r2"  # a sweep run again on drift: a Job of its own
     pod = job["spec"]["template"]["spec"]
     container = pod["containers"][0]
     args = container["args"]

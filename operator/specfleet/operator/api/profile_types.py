@@ -111,6 +111,24 @@ class SamplingSpec(ApiModel):
     )
 
 
+class ReprofileSpec(ApiModel):
+    """When the operator runs the sweep again by itself: the fleet's live acceptance has left the profile's."""
+
+    on_drift: bool = Field(default=True, description="Re-profile when acceptance drifts persistently.")
+    tolerance: float = Field(
+        default=0.2,
+        ge=0.01,
+        le=1.0,
+        description="Relative gap between the live and the profiled acceptance length that counts as drift.",
+    )
+    after_seconds: int = Field(
+        default=3600,
+        ge=60,
+        le=7 * 86_400,
+        description="How long the gap must last, without a break, before the sweep runs again.",
+    )
+
+
 class SpeculationProfileSpec(ApiModel):
     """What to profile: a fleet's model and draft, on these prompts, over this sweep."""
 
@@ -120,6 +138,9 @@ class SpeculationProfileSpec(ApiModel):
     sampling: SamplingSpec = Field(default_factory=SamplingSpec, description="Sampling defaults of the replay.")
     active_deadline_seconds: int = Field(
         default=3600, ge=60, le=86_400, description="How long the profiling Job may run before it counts as failed."
+    )
+    reprofile: ReprofileSpec = Field(
+        default_factory=ReprofileSpec, description="Running the sweep again when live acceptance drifts from it."
     )
 
 
@@ -145,6 +166,15 @@ class StepCostFit(ApiModel):
     context_tokens: float = Field(description="Mean context per running sequence the fit assumed.")
 
 
+class AcceptanceDrift(ApiModel):
+    """A gap between the live and the profiled acceptance length, and since when it has lasted."""
+
+    since: str = Field(description="When the gap first exceeded the tolerance, without a break since.")
+    positions: int = Field(ge=1, description="Draft positions compared.")
+    profiled_acceptance_length: float = Field(description="Acceptance length over those positions, profiled.")
+    live_acceptance_length: float = Field(description="Acceptance length over those positions, live.")
+
+
 class SpeculationProfileStatus(ApiModel):
     """The sweep's progress and, once it succeeded, its result."""
 
@@ -154,6 +184,10 @@ class SpeculationProfileStatus(ApiModel):
     phase: ProfilePhase | None = Field(default=None, description="Pending, Starting, Running, Succeeded, Failed.")
     message: str | None = Field(default=None, description="What it waits for, or why it failed.")
     job: str | None = Field(default=None, description="The profiling Job of this generation.")
+    runs: int = Field(default=0, ge=0, description="Sweeps of this generation run again on drift.")
+    drift: AcceptanceDrift | None = Field(
+        default=None, description="The fleet's live acceptance outside the tolerance of the profile's, if it is."
+    )
     started_at: str | None = Field(default=None, description="When this generation's sweep was started.")
     completed_at: str | None = Field(default=None, description="When the result was read.")
     profiled_generation: int | None = Field(default=None, description="Generation the result was measured for.")

@@ -13,7 +13,7 @@ from typing import Any
 
 import kopf
 
-from specfleet.operator.api.types import SpecDecodeDeploymentStatus
+from specfleet.operator.api.base import ApiModel
 from specfleet.operator.handlers.context import OperatorContext
 from specfleet.operator.handlers.fleet import SyncResult
 from specfleet.operator.kubeapi import ApiError, sdd_ref
@@ -21,14 +21,14 @@ from specfleet.operator.kubeapi import ApiError, sdd_ref
 CONFLICT_RETRIES = 5
 # A step returns the new status, or None when there is nothing to write.
 Step = Callable[[dict[str, Any]], Awaitable[SyncResult | None]]
-STATUS_FIELDS = frozenset(field.alias or name for name, field in SpecDecodeDeploymentStatus.model_fields.items())
 
 
-def status_patch(before: dict[str, Any] | None, status: SpecDecodeDeploymentStatus) -> dict[str, Any]:
+def status_patch(before: dict[str, Any] | None, status: ApiModel) -> dict[str, Any]:
     """The status as a merge patch over `before`: a field it no longer holds is written as null, since a merge
     patch keeps whatever it does not mention (a withdrawn recommendation would stay in status for good)."""
     after = status.to_api()
-    gone = {key: None for key in before or {} if key in STATUS_FIELDS and key not in after}
+    fields = {field.alias or name for name, field in type(status).model_fields.items()}
+    gone = {key: None for key in before or {} if key in fields and key not in after}
     return {**after, **gone}
 
 

@@ -28,15 +28,17 @@ from specfleet.operator.api.profile_types import (
     SpeculationProfileStatus,
     StepCostFit,
 )
-from specfleet.operator.api.types import SpecDecodeDeploymentSpec
+from specfleet.operator.api.types import SpecDecodeDeploymentSpec, SpecDecodeDeploymentStatus, SpeculationState
 from specfleet.operator.config import OperatorConfig
 from specfleet.operator.handlers.children import apply_child
 from specfleet.operator.handlers.context import OperatorContext, now_iso
+from specfleet.operator.handlers.converge import status_patch
 from specfleet.operator.handlers.fleet import owner_of
 from specfleet.operator.handlers.pods import control_endpoint, serving_url
 from specfleet.operator.kubeapi import Ref, sdd_ref
 from specfleet.operator.policy.context import fleet_cost
 from specfleet.operator.policy.costmodel import MeasuredPrior
+from specfleet.operator.policy.profile_drift import acceptance_gap, recent, track_drift
 from specfleet.operator.policy.profile_prior import fit_profile, measured_prior
 from specfleet.operator.render.labels import Owner
 from specfleet.operator.render.profile import (
@@ -65,20 +67,24 @@ def profile_ref(namespace: str, name: str) -> Ref:
     return Ref(API_VERSION, PROFILE_KIND, namespace, name)
 
 
-async def reconcile_profile(ctx: OperatorContext, body: dict[str, Any]) -> None:
-    """One step of the profile's sweep; its status is written when it changed."""
+async def reconcile_profile(ctx: OperatorContext, body: dict[str, Any]) -> SpeculationProfileStatus:
+    """One step of the profile's sweep; its status is written when it changed, and returned."""
     meta = body["metadata"]
     generation = int(meta.get("generation") or 1)
     owner = Owner(meta["name"], meta.get("namespace", "default"), meta["uid"], PROFILE_KIND)
     before = SpeculationProfileStatus.model_validate(body.get("status") or {})
     if before.observed_generation == generation and before.phase in TERMINAL:
-        return
-    current = before if before.observed_generation == generation else fresh_status(before, generation)
-    status = await _step(ctx, owner, body.get("spec"), generation, current)
+        succeeded = before.phase == ProfilePhase.SUCCEEDED
+        status = await _watch_drift(ctx, owner, body.get("spec"), before) if succeeded else before
+    else:
+        current = before if before.observed_generation == generation else fresh_status(before, generation)
+        status = await _step(ctx, owner, body.get("spec"), generation, current)
     if status.phase in TERMINAL:
         await _stop_engine(ctx, owner)
     if status != before:
-        await ctx.api.patch(profile_ref(owner.namespace, owner.name), {"status": status.to_api()}, "status")
+        patch = {"status": status_patch(body.get("status"), status)}
+        await ctx.api.patch(profile_ref(owner.namespace, owner.name), patch, "status")
+    return status
 
 
 async def _stop_engine(ctx: OperatorContext, owner: Owner) -> None:
@@ -93,8 +99,65 @@ async def _stop_engine(ctx: OperatorContext, owner: Owner) -> None:
 def fresh_status(before: SpeculationProfileStatus, generation: int) -> SpeculationProfileStatus:
     """A new generation's status: the last result stays (a fleet keeps its prior while re-profiling)."""
     return before.model_copy(
-        update={"observed_generation": generation, "phase": None, "message": None, "job": None, "started_at": None}
+        update={
+            "observed_generation": generation,
+            "phase": None,
+            "message": None,
+            "job": None,
+            "started_at": None,
+            "runs": 0,
+            "drift": None,
+        }
     )
+
+
+async def _watch_drift(
+    ctx: OperatorContext, owner: Owner, raw_spec: Any, status: SpeculationProfileStatus
+) -> SpeculationProfileStatus:
+    """After a sweep: track the gap between the fleet's live acceptance and the profile's, and start the sweep
+    again once it has lasted `reprofile.afterSeconds` without a break (`policy/profile_drift.py`)."""
+    try:
+        spec = SpeculationProfileSpec.model_validate(raw_spec or {})
+    except ValidationError:
+        return status
+    if not spec.reprofile.on_drift:
+        return status.model_copy(update={"drift": None})
+    fleet = await ctx.api.get(sdd_ref(owner.namespace, spec.fleet_ref.name))
+    live = _live_acceptance(fleet, status, ctx.config.interval_seconds)
+    if live is None:
+        return status  # no fresh evidence either way: the record holds
+    gap = acceptance_gap(status.points, *live)
+    step = track_drift(status.drift, gap, spec.reprofile, now_iso())
+    if not step.reprofile:
+        return status.model_copy(update={"drift": step.drift})
+    assert step.drift is not None
+    why = (
+        f"re-profiling: live acceptance length {step.drift.live_acceptance_length:.2f} against the profiled "
+        f"{step.drift.profiled_acceptance_length:.2f} over {step.drift.positions} positions since {step.drift.since}"
+    )
+    log.info("SpeculationProfile %s/%s: %s", owner.namespace, owner.name, why)
+    again = status.model_copy(update={"runs": status.runs + 1, "drift": None, "job": None, "started_at": None})
+    return _phase(again, ProfilePhase.PENDING, why, status.observed_generation or 1)
+
+
+def _live_acceptance(
+    fleet: dict[str, Any] | None, status: SpeculationProfileStatus, interval_seconds: float
+) -> tuple[list[float] | None, SpeculationState | None] | None:
+    """The fleet's live per-position acceptance and running configuration, when they are fresh and of the
+    model and draft the profile measured; None otherwise."""
+    if fleet is None:
+        return None
+    try:
+        fleet_spec = parse_resource(fleet)
+        fleet_status = SpecDecodeDeploymentStatus.model_validate(fleet.get("status") or {})
+    except (InvalidSpecError, ValidationError):
+        return None
+    if (fleet_spec.model.name, str(fleet_spec.speculation.method)) != (status.model, status.method):
+        return None
+    signals = fleet_status.signals
+    if signals is None or not recent(signals.observed_at, now_iso(), max(3 * interval_seconds, 300.0)):
+        return None
+    return signals.acceptance_by_position, fleet_status.speculation
 
 
 async def _step(
@@ -116,7 +179,7 @@ async def _step(
     if missing:
         return _phase(status, ProfilePhase.PENDING, missing, generation)
     await apply_child(ctx.api, render_engine(owner, owner_of(fleet), fleet_spec, ctx.config.runtime_image))
-    job = await ctx.api.get(Ref("batch/v1", "Job", owner.namespace, job_name(owner.name, generation)))
+    job = await ctx.api.get(Ref("batch/v1", "Job", owner.namespace, job_name(owner.name, generation, status.runs)))
     if job is None:
         return await _start(ctx, owner, spec, fleet_spec, str(fleet["metadata"]["name"]), generation, status)
     return await _finish(ctx, owner, job, fleet_spec, generation, status)
@@ -151,7 +214,8 @@ async def _start(
         message = f"waiting for the profiling engine {engine_name(owner.name)} to be Ready (it loads the model)"
         return _phase(status, ProfilePhase.STARTING, message, generation)
     control_url, engine_url = address
-    job = render_job(owner, generation, spec, fleet_name, ctx.config.profiler_image, engine_url, control_url)
+    image = ctx.config.profiler_image
+    job = render_job(owner, generation, spec, fleet_name, image, engine_url, control_url, status.runs)
     await apply_child(ctx.api, job)
     update = {"job": job["metadata"]["name"], "started_at": now_iso()}
     running = status.model_copy(update=update)
@@ -266,8 +330,12 @@ async def on_profile_tick(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     ctx: OperatorContext = memo.ctx
     meta = body["metadata"]
     fresh = await ctx.api.get(profile_ref(meta.get("namespace", "default"), meta["name"]))
-    if fresh is not None and not fresh["metadata"].get("deletionTimestamp"):
-        await reconcile_profile(ctx, fresh)
+    if fresh is None or fresh["metadata"].get("deletionTimestamp"):
+        return
+    runs = SpeculationProfileStatus.model_validate(fresh.get("status") or {}).runs
+    status = await reconcile_profile(ctx, fresh)
+    if status.runs > runs:
+        kopf.event(fresh, type="Normal", reason="Reprofiling", message=status.message or "")
 
 
 @dataclass(frozen=True)

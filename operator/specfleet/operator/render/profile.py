@@ -32,6 +32,7 @@ from specfleet.operator.api.types import ScheduleEntry, SpecDecodeDeploymentSpec
 from specfleet.operator.render.children import CONTROL_TOKEN_KEY, control_secret_name, pod_spec
 from specfleet.operator.render.engine import engine_config
 from specfleet.operator.render.labels import Owner
+from specfleet.runtime.image import SPECFLEET_UID
 
 PROFILER_APP = "specfleet-profiler"
 ENGINE_COMPONENT, JOB_COMPONENT = "profiling-engine", "profiling-job"
@@ -51,8 +52,9 @@ def engine_name(profile: str) -> str:
     return f"{profile[:NAME_ROOM]}-engine"
 
 
-def job_name(profile: str, generation: int) -> str:
-    return f"{profile[:NAME_ROOM]}-g{generation}"
+def job_name(profile: str, generation: int, run: int = 0) -> str:
+    """`<profile>-g<generation>`, and `-r<run>` for a sweep run again on drift (a Job's spec cannot change)."""
+    return f"{profile[:NAME_ROOM]}-g{generation}" + (f"-r{run}" if run else "")
 
 
 def engine_selector(owner: Owner) -> dict[str, str]:
@@ -157,6 +159,7 @@ def render_job(
     image: str,
     engine_url: str,
     control_url: str,
+    run: int = 0,
 ) -> dict[str, Any]:
     """The sweep as a Job of one pod that never retries (a retry would measure a warmed, half-swept engine)."""
     prompts = profile.prompts.config_map_key_ref
@@ -185,7 +188,7 @@ def render_job(
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": _meta(owner, job_name(owner.name, generation), JOB_COMPONENT),
+        "metadata": _meta(owner, job_name(owner.name, generation, run), JOB_COMPONENT),
         "spec": {
             "backoffLimit": 0,
             "activeDeadlineSeconds": profile.active_deadline_seconds,
@@ -197,9 +200,9 @@ def render_job(
                     "automountServiceAccountToken": False,
                     "securityContext": {
                         "runAsNonRoot": True,
-                        "runAsUser": 1000,
-                        "runAsGroup": 1000,
-                        "fsGroup": 1000,  # the token file is mode 0440
+                        "runAsUser": SPECFLEET_UID,
+                        "runAsGroup": SPECFLEET_UID,
+                        "fsGroup": SPECFLEET_UID,  # the token file is mode 0440
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
                     "containers": [container],
