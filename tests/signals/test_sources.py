@@ -120,8 +120,8 @@ def test_the_sources_file_names_secrets_in_the_operators_namespace() -> None:
     ("text", "error"),
     [
         ("sources: [{name: a, url: http://x}, {name: a, url: http://y}]", "defined twice"),
-        ("sources: [{name: a, url: http://x, timeoutSeconds: 300}]", "timeoutSeconds"),
-        ("sources: [{name: a, url: ftp://x}]", "url"),
+        ("sources: [{name: a, url: http://x, timeoutSeconds: 300}]", r"^Prometheus sources: sources\[0\]\.timeout"),
+        ("sources: [{name: a, url: ftp://x}]", r"^Prometheus sources: sources\[0\]\.url: "),
         ("sources: [{name: a, url: http://x, bearerToken: abc}]", "bearerToken"),
     ],
 )

@@ -33,10 +33,11 @@ def check_name(name: str) -> None:
 
 
 def describe_errors(exc: ValidationError, root: str) -> str:
-    """`spec.speculation: draftModel is required ...; spec.runtime.extraArgs[0]: ...` — one clause per error."""
+    """`spec.speculation: draftModel is required ...; spec.runtime.extraArgs[0]: ...` — one clause per error.
+    An empty root names the paths from the top of the document (`sources[0].url`)."""
     clauses = []
     for error in exc.errors(include_url=False):
-        path = root + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"])
+        path = (root + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error["loc"])).lstrip(".")
         message = str(error["msg"]).removeprefix("Value error, ")
         clauses.append(f"{path}: {message}")
     return "; ".join(clauses)

@@ -114,7 +114,7 @@ def parse_sources(text: str, operator_namespace: str | None) -> dict[str, Source
     try:
         parsed = SourcesFile.model_validate(raw or {})
     except ValidationError as exc:
-        raise ValueError(f"Prometheus sources: {describe_errors(exc, 'sources')}") from exc
+        raise ValueError(f"Prometheus sources: {describe_errors(exc, '')}") from exc
     sources: dict[str, Source] = {}
     for spec in parsed.sources:
         if spec.name in sources:
