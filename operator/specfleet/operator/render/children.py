@@ -39,6 +39,25 @@ CONTROL_TOKEN_KEY = "token"
 ENGINE_CONTAINER = "engine"
 
 
+def pod_security_context() -> dict[str, Any]:
+    """Pod Security Standards' restricted profile, as the one UID of every specfleet image (fsGroup reads the
+    control token, a file of mode 0440)."""
+    uid = SPECFLEET_UID
+    return {"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": uid, "fsGroup": uid,
+            "seccompProfile": {"type": "RuntimeDefault"}}  # fmt: skip
+
+
+def container_security_context() -> dict[str, Any]:
+    """The restricted profile's container part, on a read-only root filesystem."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
 def control_secret_name(fleet: str) -> str:
     return f"{fleet}{CONTROL_SECRET_SUFFIX}"
 
@@ -104,13 +123,7 @@ def pod_spec(
     runtime = spec.runtime
     pod: dict[str, Any] = {
         "terminationGracePeriodSeconds": runtime.termination_grace_period_seconds,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": SPECFLEET_UID,
-            "runAsGroup": SPECFLEET_UID,
-            "fsGroup": SPECFLEET_UID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": pod_security_context(),
         # The engine never calls the Kubernetes API: naming a ServiceAccount gives the pods its cloud identity
         # and pull secrets, never its API rights.
         "automountServiceAccountToken": False,
@@ -170,13 +183,7 @@ def _engine_container(
             LIVE_PATH, failure_threshold=max(1, runtime.startup_timeout_seconds // PROBE_PERIOD_SECONDS)
         ),
         "lifecycle": {"preStop": {"sleep": {"seconds": PRE_STOP_SLEEP_SECONDS}}},
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": container_security_context(),
         "volumeMounts": [
             *({"name": name, "mountPath": path} for name, path in MANAGED_MOUNTS.items() if name != CONTROL_VOLUME),
             {"name": CONTROL_VOLUME, "mountPath": CONTROL_MOUNT, "readOnly": True},

@@ -29,10 +29,15 @@ from specfleet.operator.api.constants import (
 from specfleet.operator.api.pod_types import CONTROL_FILE, CONTROL_MOUNT
 from specfleet.operator.api.profile_types import SpeculationProfileSpec
 from specfleet.operator.api.types import ScheduleEntry, SpecDecodeDeploymentSpec, SpeculationState
-from specfleet.operator.render.children import CONTROL_TOKEN_KEY, control_secret_name, pod_spec
+from specfleet.operator.render.children import (
+    CONTROL_TOKEN_KEY,
+    container_security_context,
+    control_secret_name,
+    pod_security_context,
+    pod_spec,
+)
 from specfleet.operator.render.engine import engine_config
 from specfleet.operator.render.labels import Owner
-from specfleet.runtime.image import SPECFLEET_UID
 
 PROFILER_APP = "specfleet-profiler"
 ENGINE_COMPONENT, JOB_COMPONENT = "profiling-engine", "profiling-job"
@@ -171,13 +176,7 @@ def render_job(
         "terminationMessagePath": RESULT_PATH,
         # Without a result (bad input, unreachable engine) the message is the log's tail: the error it printed.
         "terminationMessagePolicy": "FallbackToLogsOnError",
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "runAsNonRoot": True,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": container_security_context(),
         "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
         "volumeMounts": [
             {"name": "prompts", "mountPath": PROMPTS_DIR, "readOnly": True},
@@ -198,13 +197,7 @@ def render_job(
                     "restartPolicy": "Never",
                     # It talks to the engine pod only: no API credentials to steal or misuse.
                     "automountServiceAccountToken": False,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": SPECFLEET_UID,
-                        "runAsGroup": SPECFLEET_UID,
-                        "fsGroup": SPECFLEET_UID,  # the token file is mode 0440
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": pod_security_context(),
                     "containers": [container],
                     "volumes": [
                         {
