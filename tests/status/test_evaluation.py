@@ -3,6 +3,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from specfleet.operator.api.types import Signals, SpecDecodeDeploymentStatus, SpeculationState
+from specfleet.operator.policy.belief import SpeedupBelief
 from specfleet.operator.policy.decision import Action, Decision, Reason
 from specfleet.operator.policy.state import PolicyState, SpecConfig
 from specfleet.operator.signals.model import Unavailable
@@ -160,3 +161,11 @@ def test_state_conversions_round_trip() -> None:
         state = to_speculation_state(config, "eagle3", "r", "t")
         assert isinstance(state, SpeculationState)
         assert to_spec_config(state) == config
+
+
+def test_status_shows_what_the_fit_believed_rounded_and_nothing_without_an_evaluation() -> None:
+    belief = (SpeedupBelief(k=3, batch=1, speedup=1.912345, std=0.061234), SpeedupBelief(3, 256, 0.87654, 0.1))
+    decision = replace(_decision(Action.HOLD, Reason.STEADY, ON), belief=belief)
+    shown = _fold(decision).status.speedup_belief
+    assert [(e.k, e.batch, e.speedup, e.std) for e in shown] == [(3, 1, 1.912, 0.061), (3, 256, 0.877, 0.1)]
+    assert _fold(_decision(Action.HOLD, Reason.PAUSED, ON)).status.speedup_belief is None

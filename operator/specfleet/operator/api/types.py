@@ -685,6 +685,15 @@ class Recommendation(ApiModel):
     since: Timestamp = Field(description="When this advice was first given.")
 
 
+class SpeedupEstimate(ApiModel):
+    """The fit's S(k,B): how much faster than no speculation k draft tokens decode at B sequences per replica."""
+
+    k: int = Field(ge=1, le=MAX_K, description="Draft tokens per step.")
+    batch: int = Field(ge=1, description="Running sequences per replica.")
+    speedup: float = Field(description="Predicted speed-up over no speculation (above 1: k is faster).")
+    std: float = Field(ge=0, description="Its standard deviation, from the fit's uncertainty of the step times.")
+
+
 class SpecDecodeDeploymentStatus(ApiModel):
     """Observed state of the fleet."""
 
@@ -707,6 +716,11 @@ class SpecDecodeDeploymentStatus(ApiModel):
     decisions: list[Decision] = Field(default_factory=list, description="Most recent decisions, newest last.")
     recommendation: Recommendation | None = Field(
         default=None, description="Recommend mode: the change the policy advises; unset while it advises none."
+    )
+    speedup_belief: list[SpeedupEstimate] | None = Field(
+        default=None,
+        description="What the policy's fit believed at its last evaluation: S(k,B) per k at a few batch sizes, with "
+        "its standard deviation; its decisions and Recommend mode's advice follow from it.",
     )
     conditions: list[Condition] = Field(
         default_factory=list,

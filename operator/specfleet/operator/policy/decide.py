@@ -13,6 +13,7 @@ from dataclasses import replace
 from specfleet.operator.api.policy_types import Fallback
 from specfleet.operator.api.types import Signals, SpeculationMode
 from specfleet.operator.policy.acceptance import collapse_floor
+from specfleet.operator.policy.belief import speedup_belief
 from specfleet.operator.policy.context import Context
 from specfleet.operator.policy.decision import Action, Decision, Inputs, Reason
 from specfleet.operator.policy.gates import gate
@@ -37,7 +38,9 @@ def decide(now: float, signals: Signals | None, state: PolicyState, ctx: Context
     if proposal is None:
         proposal, inputs = _propose(state, obs, ctx, inputs)
     proposal, state = gate(now, proposal, state, obs, ctx)
-    return _commit(now, proposal, state, obs, ctx, {**inputs, "gain": round(proposal.gain, 4), **_pricing(proposal)})
+    priced = {**inputs, "gain": round(proposal.gain, 4), **_pricing(proposal)}
+    decision = _commit(now, proposal, state, obs, ctx, priced)
+    return replace(decision, belief=speedup_belief(obs.predictor, ctx.k_range))
 
 
 def _pricing(proposal: Proposal) -> Inputs:

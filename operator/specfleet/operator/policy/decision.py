@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from specfleet.operator.api.types import Decision as DecisionRecord
+from specfleet.operator.policy.belief import SpeedupBelief
 from specfleet.operator.policy.state import PolicyState, SpecConfig
 
 InputValue = float | int | str | None
@@ -61,6 +62,8 @@ class Decision:
     wants: str | None = None
     # Carried out on the running pods (a new batch-size→k table pushed live), not by a rollout.
     live: bool = False
+    # What the fit believed when it decided: S(k,B) with its deviation (empty when it did not evaluate).
+    belief: tuple[SpeedupBelief, ...] = ()
 
     @property
     def restart_bound(self) -> bool:

@@ -12,6 +12,7 @@ from specfleet.operator.api.types import (
     Signals,
     SpecDecodeDeploymentStatus,
     SpeculationState,
+    SpeedupEstimate,
 )
 from specfleet.operator.policy.decision import Action, Decision, Reason
 from specfleet.operator.policy.state import SpecConfig
@@ -115,8 +116,15 @@ def fold_evaluation(
         apply = to_speculation_state(decision.target, method, record.reason, now)
         events.append(Note("Normal", EVENT_REASONS[decision.action], f"{decision.target.describe()}: {record.reason}"))
     recommendation, advised = recommend(previous.recommendation, decision, record.reason, now)
-    status = status.model_copy(update={"recommendation": recommendation})
+    status = status.model_copy(update={"recommendation": recommendation, "speedup_belief": believed(decision)})
     return Evaluation(status=status, apply=apply, events=events + advised)
+
+
+def believed(decision: Decision) -> list[SpeedupEstimate] | None:
+    """The fit's S(k,B) as status shows it, to three decimals; unset when the policy did not evaluate."""
+    return [
+        SpeedupEstimate(k=b.k, batch=b.batch, speedup=round(b.speedup, 3), std=round(b.std, 3)) for b in decision.belief
+    ] or None
 
 
 def shown(signals: Signals) -> Signals:
