@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from specfleet.operator.policy.belief import BELIEF_BATCHES
 from specfleet.operator.policy.state import SpecConfig
 from specfleet.simulator.cli import main
 from specfleet.simulator.config import static, table
@@ -144,8 +145,16 @@ def test_cli_replays_a_csv_trace(tmp_path: Path) -> None:
     assert code == 0
     assert (out / "latency_vs_load.png").stat().st_size > 10_000
     assert (out / "timeline.png").stat().st_size > 10_000
+    assert (out / "belief.png").stat().st_size > 10_000
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["summaries"]) == ALL_RUNS
+    # What the fit believed at the end, beside the simulated fleet's own speed-up, for every k it may choose.
+    believed = summary["belief_vs_truth"]
+    assert {p["batch"] for p in believed} == set(BELIEF_BATCHES)
+    assert {p["k"] for p in believed} == set(range(1, 6))
+    assert all(p["fitted"] > 0 and p["std"] > 0 and p["truth"] > 0 for p in believed)
+    # The truth is the fleet's: speculation past the knee loses there, whatever the fit says.
+    assert min(p["truth"] for p in believed if p["batch"] == 1) > max(p["truth"] for p in believed if p["batch"] == 256)
 
 
 def test_a_run_that_leaves_requests_unfinished_is_flagged_saturated() -> None:

@@ -1,7 +1,8 @@
 """`specfleet simulate`: replay a trace through the fleet simulator under a policy and the baselines.
 
 A trace (a built-in shape or a CSV `time,qps[,class...]`) and a policy (a SpeculationPolicy YAML or the
-defaults) in; a table of TPOT/E2E/throughput/goodput/restarts per policy and two PNG plots out.
+defaults) in; a table of TPOT/E2E/throughput/goodput/restarts per policy and three PNG plots out (latency
+against load, the decisions over the trace, and what the policy's fit believed against the truth it ran on).
 Exit status 2: a bad input (trace, policy, option), told in one line.
 """
 
@@ -26,7 +27,7 @@ from specfleet.operator.policy.state import SpecConfig
 from specfleet.simulator.acceptance import MAX_POSITIONS
 from specfleet.simulator.calibration import speedup_curve, traffic_class
 from specfleet.simulator.config import label, static, table
-from specfleet.simulator.evaluation import TRUTHS, Evaluation, Scenario, Slo, evaluate, goal_report
+from specfleet.simulator.evaluation import TRUTHS, Evaluation, Scenario, Slo, belief_vs_truth, evaluate, goal_report
 from specfleet.simulator.hardware import DEPLOYMENTS, GPUS
 from specfleet.simulator.perf import METHOD_FAMILY, replica_perf
 from specfleet.simulator.traces import BUILTIN_TRACES, Trace, builtin_trace, parse_trace_csv
@@ -269,6 +270,8 @@ def simulate_main(argv: list[str]) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     cross = plots.plot_latency_vs_load(evaluation, args.out / "latency_vs_load.png")
     plots.plot_timeline(evaluation, args.out / "timeline.png")
+    believed = belief_vs_truth(evaluation)
+    plots.plot_belief(evaluation, believed, args.out / "belief.png")
     saturated = [name for name, s in evaluation.summaries.items() if s.saturated]
     if saturated:
         console.print(f"[bold red]SATURATED[/]: {', '.join(saturated)} left requests unfinished (queues grew): "
@@ -284,7 +287,8 @@ def simulate_main(argv: list[str]) -> int:
         "saturated": saturated,
         "best_table": evaluation.best_table,
         "decisions": evaluation.decisions,
+        "belief_vs_truth": [asdict(p) for p in believed],
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    console.print(f"wrote {args.out}/latency_vs_load.png, timeline.png, summary.json")
+    console.print(f"wrote {args.out}/latency_vs_load.png, timeline.png, belief.png, summary.json")
     return 0

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 from specfleet.operator.api.policy_types import PolicySpec
 from specfleet.operator.api.types import SpecDecodeDeploymentSpec
+from specfleet.operator.policy.belief import SpeedupBelief
 from specfleet.operator.policy.context import Fleet, build_context, initial_state
 from specfleet.operator.policy.decide import decide
 from specfleet.operator.policy.decision import Action, Decision
@@ -43,6 +44,7 @@ class AutoPolicy:
         self.state = initial_state(self.context)
         self.scrape = SimulatedScrape(deployment, spec.model.name, float(resolved.window_seconds))
         self.decisions: list[tuple[float, Decision]] = []
+        self.belief: tuple[SpeedupBelief, ...] = ()  # what the fit believed at its last evaluation
 
     @property
     def interval_seconds(self) -> float:
@@ -59,6 +61,7 @@ class AutoPolicy:
         fleet = Fleet(replicas=len(pods), ready_replicas=on_target, config_hash=running)
         decision = decide(now, signals, self.state, replace(self.context, fleet=fleet))
         self.state = decision.state
+        self.belief = decision.belief or self.belief
         if decision.action != Action.HOLD:
             self.decisions.append((now, decision))
         return decision.target if decision.applied else current

@@ -14,7 +14,9 @@ from numpy.typing import NDArray
 
 from specfleet.operator.api.policy_types import PolicySpec
 from specfleet.operator.api.types import SpecDecodeDeploymentSpec
+from specfleet.operator.policy.belief import SpeedupBelief
 from specfleet.operator.policy.state import SpecConfig
+from specfleet.simulator.calibration import speedup_curve
 from specfleet.simulator.config import VLLM_DOCUMENTED_TABLE, label, static, table
 from specfleet.simulator.controllers import AutoPolicy, Fixed
 from specfleet.simulator.fleet import Controller, FleetSimulation, FleetSpec, ProgressFn, RunResult
@@ -368,6 +370,7 @@ class Evaluation:
     decisions: list[tuple[float, str, str]] = field(default_factory=list)  # Auto's changes: time, action, reason
     oracle_timeline: list[tuple[float, str]] = field(default_factory=list)  # window start, config label
     best_table: str = ""  # label of the candidate table behind BEST_TABLE
+    belief: tuple[SpeedupBelief, ...] = ()  # Auto's fitted S(k,B) at its last evaluation
 
 
 RunProgress = Callable[[str, float, float], None]  # policy name, simulated seconds done, total
@@ -394,6 +397,7 @@ def evaluate(
     auto = AutoPolicy(scenario.deployment_spec(), policy)
     evaluation.results[AUTO] = run(scenario, auto, requests, auto.interval_seconds, tracked(AUTO))
     evaluation.decisions = [(t, str(d.action), f"{d.code}: {d.reason}") for t, d in auto.decisions]
+    evaluation.belief = auto.belief
     candidates = {**baselines, **tables}
     fixed = [Fixed(config) for config in candidates.values()]
     statics_label = f"{len(fixed)} static runs"
@@ -491,3 +495,28 @@ def crossover(curves: Mapping[str, tuple[FloatArray, FloatArray]]) -> float | No
         if y < best_on:
             return float(x)
     return None
+
+
+@dataclass(frozen=True)
+class BeliefPoint:
+    """Auto's fitted S(k,B) beside the simulated fleet's own closed-batch speed-up at the same k and batch."""
+
+    k: int
+    batch: int
+    fitted: float
+    std: float
+    truth: float
+
+
+def belief_vs_truth(evaluation: Evaluation) -> list[BeliefPoint]:
+    """What the policy believed at the end of the run against what the fleet it ran on really does: the truth's
+    closed-batch speed-up, on the trace's first prompt class."""
+    scenario = evaluation.scenario
+    klass, family = scenario.classes()[0], METHOD_FAMILY[scenario.method]
+    points = []
+    for k in sorted({b.k for b in evaluation.belief}):
+        beliefs = sorted((b for b in evaluation.belief if b.k == k), key=lambda b: b.batch)
+        config = SpecConfig(enabled=True, k=k)
+        truths = speedup_curve(scenario.perf(), klass, family, config, tuple(b.batch for b in beliefs), seeds=1)
+        points += [BeliefPoint(k, b.batch, b.speedup, b.std, t.speedup) for b, t in zip(beliefs, truths, strict=True)]
+    return points

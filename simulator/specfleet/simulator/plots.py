@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
-from specfleet.simulator.evaluation import AUTO, BASELINES, Evaluation, crossover, latency_vs_load
+from specfleet.simulator.evaluation import AUTO, BASELINES, BeliefPoint, Evaluation, crossover, latency_vs_load
 
 
 def plot_latency_vs_load(evaluation: Evaluation, path: Path) -> float | None:
@@ -57,6 +57,27 @@ def plot_timeline(evaluation: Evaluation, path: Path) -> None:
     config_ax.set_xlabel("hours")
     config_ax.legend(loc="upper right")
     load_ax.set_title(f"{evaluation.scenario.name}: decisions over the trace")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_belief(evaluation: Evaluation, points: list[BeliefPoint], path: Path) -> None:
+    """Auto's fitted S(k,B) with one standard deviation, against the simulated fleet's true speed-up."""
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for i, k in enumerate(sorted({p.k for p in points})):
+        mine = [p for p in points if p.k == k]
+        color = f"C{i}"
+        batches = [p.batch for p in mine]
+        ax.errorbar(batches, [p.fitted for p in mine], yerr=[p.std for p in mine], color=color, marker="o",
+                    capsize=3, label=f"k={k} fitted")  # fmt: skip
+        ax.plot(batches, [p.truth for p in mine], color=color, ls="--", marker="x", label=f"k={k} truth")
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("running sequences per replica")
+    ax.set_ylabel("speed-up over no speculation")
+    ax.set_title(f"{evaluation.scenario.name}: what the policy believed at the end, against the fleet it ran on")
+    ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
