@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.images.dockerfile import stage
+
 ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILE = ROOT / "Dockerfile"
 WORKSHOP = ("simulator", "emulator", "demo", "profile")
 PACKAGES = {"specfleet": "operator", "specfleet-runtime": "runtime", "specfleet-profile": "profile"}
 UNLOADED = ("matplotlib", "rich", "kmock", "celpy")  # what the operator's and the runtime's images never import
@@ -47,30 +48,23 @@ def _distribution(wheel: Path) -> str:
     return wheel.name.split("-")[0].replace("_", "-")
 
 
-def _stage(name: str) -> str:
-    text = DOCKERFILE.read_text()
-    match = re.search(rf"^FROM \S+ AS {name}$(.*?)(?=^FROM |\Z)", text, re.MULTILINE | re.DOTALL)
-    assert match is not None, f"no stage {name}"
-    return match.group(1)
-
-
 def test_the_build_stage_takes_only_the_operator_and_the_runtime() -> None:
-    build = _stage("build")
+    build = stage("build")
     assert re.findall(r"^COPY (\S+) ", build, re.MULTILINE) == ["operator/", "runtime/"]
     assert "pip wheel --no-cache-dir --no-deps --wheel-dir /wheels ./runtime ./operator" in build
 
 
 def test_the_profilers_wheel_stage_takes_only_the_profiler() -> None:
-    stage = _stage("profile_wheel")
-    assert re.findall(r"^COPY (\S+) ", stage, re.MULTILINE) == ["profile/"]
-    assert "pip wheel --no-cache-dir --no-deps --wheel-dir /wheels ./profile" in stage
+    wheel = stage("profile_wheel")
+    assert re.findall(r"^COPY (\S+) ", wheel, re.MULTILINE) == ["profile/"]
+    assert "pip wheel --no-cache-dir --no-deps --wheel-dir /wheels ./profile" in wheel
 
 
 def test_each_image_installs_its_own_wheels() -> None:
-    assert "/wheels/specfleet_runtime-*.whl /wheels/specfleet-*.whl" in _stage("operator")
-    assert "specfleet_profile" not in _stage("operator")
-    assert "/wheels/specfleet_profile-*.whl" in _stage("profiler")
-    runtime = _stage("runtime")
+    assert "/wheels/specfleet_runtime-*.whl /wheels/specfleet-*.whl" in stage("operator")
+    assert "specfleet_profile" not in stage("operator")
+    assert "/wheels/specfleet_profile-*.whl" in stage("profiler")
+    runtime = stage("runtime")
     assert "COPY --from=build /wheels/specfleet_runtime-*.whl /wheels/" in runtime
     assert "specfleet-*.whl" not in runtime
 

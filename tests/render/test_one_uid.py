@@ -14,17 +14,14 @@ from specfleet.operator.render.profile import render_job
 from specfleet.runtime.image import SPECFLEET_UID
 from tests.chart.engines import engine_deployment
 from tests.examples import EXAMPLES, ROOT
+from tests.images.dockerfile import stages
 
 SWEEP = {"concurrencies": [1, 4], "k": [1]}
 
 
 def test_every_image_is_built_with_the_uid() -> None:
-    dockerfile = (ROOT / "Dockerfile").read_text()
     # Each final stage declares the UID after its FROM, and runs as it.
-    stages = {
-        name: body for name, body in re.findall(r"^FROM \S+ AS (\w+)$(.*?)(?=^FROM |\Z)", dockerfile, re.M | re.S)
-    }
-    users = {name: re.findall(r"^ARG UID=(\d+)$", body, re.M) for name, body in stages.items() if "USER" in body}
+    users = {name: re.findall(r"^ARG UID=(\d+)$", body, re.M) for name, body in stages().items() if "USER" in body}
     assert {"operator", "runtime", "profiler"} <= users.keys()
     assert all(uids == [str(SPECFLEET_UID)] for uids in users.values()), users
 

@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from tests.fixtures.deps import require_binary
+from tests.images.dockerfile import stage
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -35,9 +36,7 @@ def test_three_targets_with_the_documented_entrypoints() -> None:
 
 
 def test_the_profiler_image_carries_the_wheels_of_runtime_operator_and_profile() -> None:
-    stage = re.search(r"^FROM \S+ AS profiler$(.*?)(?=^FROM |\Z)", DOCKERFILE.read_text(), re.MULTILINE | re.DOTALL)
-    assert stage is not None
-    installed = set(re.findall(r"/wheels/(specfleet[_a-z]*)-\*\.whl", stage.group(1)))
+    installed = set(re.findall(r"/wheels/(specfleet[_a-z]*)-\*\.whl", stage("profiler")))
     assert installed == {"specfleet_runtime", "specfleet", "specfleet_profile"}
 
 

@@ -8,10 +8,9 @@ that `specfleet --help` imports none of them.
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 
 GROUP = "specfleet.commands"
 
@@ -25,23 +24,18 @@ _HELP = {
 
 @dataclass(frozen=True)
 class WorkshopCommand:
-    name: str
-    target: str  # "module:function", the function taking the command's argv and returning an exit code
+    entry: EntryPoint  # names a function that takes the command's argv and returns its exit code
 
     @property
     def help(self) -> str:
-        return f"{_HELP.get(self.name, 'An installed plug-in command.')} (see `specfleet {self.name} --help`)."
+        name = self.entry.name
+        return f"{_HELP.get(name, 'An installed plug-in command.')} (see `specfleet {name} --help`)."
 
     def run(self, argv: Sequence[str]) -> int:
-        module_name, _, function = self.target.partition(":")
-        main: Callable[[list[str]], int] = getattr(importlib.import_module(module_name), function)
+        main: Callable[[list[str]], int] = self.entry.load()
         return int(main(list(argv)))
 
 
 @functools.cache
 def workshop_commands() -> dict[str, WorkshopCommand]:
-    return {ep.name: WorkshopCommand(ep.name, ep.value) for ep in sorted(entry_points(group=GROUP), key=_name)}
-
-
-def _name(ep: object) -> str:
-    return str(getattr(ep, "name", ""))
+    return {ep.name: WorkshopCommand(ep) for ep in sorted(entry_points(group=GROUP), key=lambda ep: ep.name)}

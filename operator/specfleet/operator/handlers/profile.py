@@ -122,12 +122,12 @@ async def _watch_drift(
         return status
     if not spec.reprofile.on_drift:
         return status.model_copy(update={"drift": None})
-    fleet = await ctx.api.get(sdd_ref(owner.namespace, spec.fleet_ref.name))
-    live = _live_acceptance(fleet, status, ctx.config.interval_seconds)
+    fleet, now = await ctx.api.get(sdd_ref(owner.namespace, spec.fleet_ref.name)), now_iso()
+    live = _live_acceptance(fleet, status, now, ctx.config.interval_seconds)
     if live is None:
         return status  # no fresh evidence either way: the record holds
     gap = acceptance_gap(status.points, *live)
-    step = track_drift(status.drift, gap, spec.reprofile, now_iso())
+    step = track_drift(status.drift, gap, spec.reprofile, now)
     if not step.reprofile:
         return status.model_copy(update={"drift": step.drift})
     assert step.drift is not None
@@ -141,7 +141,7 @@ async def _watch_drift(
 
 
 def _live_acceptance(
-    fleet: dict[str, Any] | None, status: SpeculationProfileStatus, interval_seconds: float
+    fleet: dict[str, Any] | None, status: SpeculationProfileStatus, now: str, interval_seconds: float
 ) -> tuple[list[float] | None, SpeculationState | None] | None:
     """The fleet's live per-position acceptance and running configuration, when they are fresh and of the
     model and draft the profile measured; None otherwise."""
@@ -155,7 +155,7 @@ def _live_acceptance(
     if (fleet_spec.model.name, str(fleet_spec.speculation.method)) != (status.model, status.method):
         return None
     signals = fleet_status.signals
-    if signals is None or not recent(signals.observed_at, now_iso(), max(3 * interval_seconds, 300.0)):
+    if signals is None or not recent(signals.observed_at, now, max(3 * interval_seconds, 300.0)):
         return None
     return signals.acceptance_by_position, fleet_status.speculation
 

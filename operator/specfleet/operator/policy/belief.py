@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from specfleet.operator.policy.costmodel import speedup
 from specfleet.operator.policy.predictor import Predictor
 
 # Loads shown: one request, a light and a busy batch, and two past the usual crossover.
@@ -37,6 +38,6 @@ def _belief(predictor: Predictor, k: int, batch: int) -> SpeedupBelief:
     cost, fitted = predictor.cost, predictor.fitted
     off, spec = cost.shape(0, float(batch), drafter=False), cost.shape(k, float(batch), drafter=True)
     off_s, spec_s = fitted.step(off), fitted.step(spec)
-    s = predictor.speedup(k, float(batch))
+    s = speedup(off_s, spec_s, predictor.curve, k)
     relative = math.hypot(fitted.step_std(off) / off_s, fitted.step_std(spec) / spec_s)
     return SpeedupBelief(k=k, batch=batch, speedup=s, std=s * relative)
