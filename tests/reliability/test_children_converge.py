@@ -163,9 +163,10 @@ def test_a_failed_repair_on_the_delete_event_is_made_good_by_a_tick(
     emulator: EmulatorServer, api_client: kubernetes.client.ApiClient, namespace: str
 ) -> None:
     _fleet(emulator, api_client, namespace)
-    # The API refuses the next two applies of the Service: the delete event's repair fails (Kopf does not
-    # retry event handlers), and so may a tick's; only a later tick can bring it back.
-    emulator.emulator[f"patch /api/v1/namespaces/{namespace}/services/{NAME}"][:2] << 500
+    # The API refuses the next three applies of the Service: the delete event's repair fails (Kopf does not
+    # retry event handlers), and so do at least two ticks'; a failed tick must be retried at the next interval
+    # (1 s here), not after Kopf's default backoff of a minute, for a later tick to bring it back in time.
+    emulator.emulator[f"patch /api/v1/namespaces/{namespace}/services/{NAME}"][:3] << 500
     try:
         kubernetes.client.CoreV1Api(api_client).delete_namespaced_service(NAME, namespace)
         wait_for(
@@ -173,7 +174,7 @@ def test_a_failed_repair_on_the_delete_event_is_made_good_by_a_tick(
         )
     finally:  # the session's emulator is shared: a reaction left behind slows every later request
         emulator.emulator.drop_reactions()
-    assert _applies(emulator, namespace).count(f"services/{NAME}") >= 3  # created, refused twice, recreated
+    assert _applies(emulator, namespace).count(f"services/{NAME}") >= 4  # created, refused three times, recreated
 
 
 def test_drifted_names_what_differs_and_waits_for_a_pending_spec_change(

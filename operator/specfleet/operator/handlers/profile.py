@@ -322,7 +322,9 @@ def _phase(
 
 def register_profiles(registry: kopf.OperatorRegistry, config: OperatorConfig) -> None:
     """The profile's timer (each tick one step of its sweep) and the index of completed fits by fleet."""
-    kopf.timer(*PROFILES, interval=config.interval_seconds, registry=registry)(on_profile_tick)
+    kopf.timer(*PROFILES, interval=config.interval_seconds, backoff=config.interval_seconds, registry=registry)(
+        on_profile_tick
+    )
     kopf.index(*PROFILES, registry=registry)(fleet_profiles)
 
 

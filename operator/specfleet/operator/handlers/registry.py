@@ -59,9 +59,14 @@ def build_registry(config: OperatorConfig) -> kopf.OperatorRegistry:
     kopf.index("", "v1", "pods", labels=FLEET_PODS, registry=registry)(fleet_pods)
     kopf.index("", "v1", "pods", labels=FLEET_PODS, registry=registry)(fleet_controls)
     kopf.on.event("", "v1", "pods", labels=FLEET_PODS, id="pods-changed", registry=registry)(on_pod_event)
-    kopf.timer(*SDD, interval=config.interval_seconds, initial_delay=config.interval_seconds, registry=registry)(
-        on_evaluate
-    )
+    # A failed tick is retried at the next interval, not after Kopf's default backoff of a minute.
+    kopf.timer(
+        *SDD,
+        interval=config.interval_seconds,
+        initial_delay=config.interval_seconds,
+        backoff=config.interval_seconds,
+        registry=registry,
+    )(on_evaluate)
     register_profiles(registry, config)
     return registry
 
