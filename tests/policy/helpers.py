@@ -25,6 +25,7 @@ def make_context(
     ready: int | None = None,
     paused: bool = False,
     data_parallel_size: int = 2,
+    surge: bool = True,
     **policy: Any,
 ) -> Context:
     """Context of an 8B/H100 EAGLE fleet; data parallel 2 by default so decisions use a fixed k."""
@@ -37,6 +38,7 @@ def make_context(
         start_k=3,
         data_parallel_size=data_parallel_size,
         paused=paused,
+        surge=surge,
     )
 
 

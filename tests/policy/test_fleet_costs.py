@@ -9,7 +9,7 @@ import pytest
 
 from specfleet.operator.policy.acceptance import PRIORS, AcceptanceMemory, extrapolate, merge
 from specfleet.operator.policy.calibration import PARAMETER_NAMES, Calibration
-from specfleet.operator.policy.context import initial_state
+from specfleet.operator.policy.context import Context, initial_state
 from specfleet.operator.policy.decide import decide
 from specfleet.operator.policy.decision import Action, Reason
 from specfleet.operator.policy.observe import drafted_depth, learn
@@ -87,16 +87,43 @@ def test_a_rollout_costs_more_near_saturation() -> None:
     assert predictor.rollout_slowdown(k1, 8, 1) == 1.0
 
 
+def _at_k3(ctx: Context) -> PolicyState:
+    k3 = SpecConfig(enabled=True, k=3)
+    return replace(initial_state(ctx), current=k3, last_good=k3)
+
+
 def test_the_switching_cost_defers_a_change_to_quieter_load() -> None:
-    """The same retune passes the switching-cost test at low load and waits for it at high load."""
-    ctx = make_context(dwell_seconds=0, min_k=1, max_k=1)
-    k3: PolicyState = replace(
-        initial_state(ctx), current=SpecConfig(enabled=True, k=3), last_good=SpecConfig(enabled=True, k=3)
-    )
-    busy = decide(0.0, make_signals(100), k3, ctx)
+    """Without a surge pod the same retune passes the switching-cost test at low load and waits at high load."""
+    ctx = make_context(dwell_seconds=0, min_k=1, max_k=1, surge=False)
+    busy = decide(0.0, make_signals(64), _at_k3(ctx), ctx)  # busy, but 3 of 4 pods still carry it
     assert busy.code == Reason.SWITCHING_COST
-    quiet = decide(0.0, make_signals(8), k3, ctx)
+    quiet = decide(0.0, make_signals(8), _at_k3(ctx), ctx)
     assert quiet.action == Action.SET_K
+
+
+def test_a_surge_pod_makes_a_busy_rollout_cost_only_its_restart() -> None:
+    """With a surge pod no capacity is lost: the retune held back at high load without one goes ahead,
+    priced at one restart's time (the floor), not at the slowdown of a replica short."""
+    ctx = make_context(dwell_seconds=0, min_k=1, max_k=1, surge=True)
+    busy = decide(0.0, make_signals(64), _at_k3(ctx), ctx)
+    assert busy.action == Action.SET_K
+    assert busy.inputs["switchCost"] == ctx.policy.restart_cost_seconds
+
+
+def test_without_a_surge_pod_no_restart_the_others_cannot_carry() -> None:
+    """At a load 3 of 4 pods could not hold in their KV caches, the excess would queue for the whole rollout:
+    the change waits, and the reason says how many sequences per pod against what a cache holds."""
+    ctx = make_context(dwell_seconds=0, min_k=1, max_k=1, surge=False, restart_cost_seconds=0)
+    full = make_signals(100, kv_cache_usage=0.9)
+    held = decide(0.0, full, _at_k3(ctx), ctx)
+    assert held.code == Reason.CAPACITY
+    assert "3 of 4 replicas cannot carry" in held.reason
+    assert "the KV cache holds 111" in held.reason
+    assert held.wants == "set-k to k=1"
+    roomy = decide(0.0, make_signals(32, kv_cache_usage=0.1), _at_k3(ctx), ctx)
+    assert roomy.action == Action.SET_K
+    with_surge = decide(0.0, full, _at_k3(replace(ctx, surge=True)), replace(ctx, surge=True))
+    assert with_surge.action == Action.SET_K
 
 
 def test_a_rollout_whose_ready_count_hides_the_new_pods_is_not_rolled_back() -> None:

@@ -126,6 +126,13 @@ def test_pods_mount_the_fleets_control_token() -> None:
     assert secret["metadata"]["name"] == volume["secret"]["secretName"]
 
 
+def test_without_a_surge_pod_the_deployment_replaces_one_pod_at_a_time() -> None:
+    base = load(EXAMPLES / "llama-8b-eagle3.yaml")["spec"]
+    spec = parse_spec({**base, "rollout": {"maxSurge": 0}})
+    deployment = _by_kind(render_children(OWNER, spec, initial_speculation(spec), IMAGE))["Deployment"]
+    assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxUnavailable": 1, "maxSurge": 0}
+
+
 def test_rollout_shape_probes_gpus_and_owner() -> None:
     spec = _spec()
     children = _by_kind(render_children(OWNER, spec, initial_speculation(spec), IMAGE))

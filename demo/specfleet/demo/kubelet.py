@@ -2,8 +2,8 @@
 
 One thread, two cadences. Every `tick` the subclass advances its pods (`_step`) and pods that have finished
 leaving are released. Every `sync` it reads the Deployments and Pods through the Kubernetes API (the
-emulator's HTTP API, with the official client), creates and deletes Pod objects as a RollingUpdate with
-maxSurge 1 / maxUnavailable 0 would, marks pods Ready once their engine is (status.podIP 127.0.0.1, the
+emulator's HTTP API, with the official client), creates and deletes Pod objects as the Deployment's
+RollingUpdate (maxSurge, maxUnavailable) would, marks pods Ready once their engine is (status.podIP 127.0.0.1, the
 `specfleet.dev/metrics-port` annotation naming the port their `/metrics` listens on), and writes the
 Deployments' status through the status subresource.
 """
@@ -202,7 +202,9 @@ class LocalKubelet(ABC, Generic[P]):
                 if not pod.ready and self._engine_ready(pod):
                     self._mark_ready(pod)
             views = [PodView(p.name, p.config_hash, p.ready, p.created) for p in self.serving(name)]
-            actions = plan(int(spec.get("replicas", 1)), template_hash, views)
+            rolling = (spec.get("strategy") or {}).get("rollingUpdate") or {}
+            surge, unavailable = int(rolling.get("maxSurge", 1)), int(rolling.get("maxUnavailable", 0))
+            actions = plan(int(spec.get("replicas", 1)), template_hash, views, surge, unavailable)
             for pod_name in actions.delete:
                 self._leave(self.pods[pod_name])
             for _ in range(actions.create):

@@ -127,6 +127,7 @@ class Scenario:
                 "model": {"name": MODEL_IDS[self.deployment], "tensorParallelSize": tp},
                 "speculation": {"mode": "Auto", "method": self.method, "draftModel": draft},
                 "runtime": {"accelerator": self.gpu},
+                "rollout": {"maxSurge": 1 if self.surge else 0},  # what the SRE declares: spare GPUs or none
             }
         )
 

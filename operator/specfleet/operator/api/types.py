@@ -502,6 +502,26 @@ class PolicyRef(ApiModel):
     name: str = Field(description="Name of the SpeculationPolicy.", min_length=1, max_length=253)
 
 
+class RolloutSpec(ApiModel):
+    """How a restart-bound change rolls through the pods (the Deployment's RollingUpdate strategy)."""
+
+    max_surge: int = Field(
+        default=1,
+        ge=0,
+        le=1,
+        description=(
+            "Extra pods a rollout may start. 1 (needs a spare GPU node): each old pod serves until its "
+            "replacement is Ready (maxUnavailable 0). 0 (no spare GPUs): one pod at a time is replaced "
+            "(maxUnavailable 1), so the fleet runs a replica short while it rolls, and the policy makes no "
+            "restart-bound change the other replicas could not carry at the forecast load."
+        ),
+    )
+
+    @property
+    def surge(self) -> bool:
+        return self.max_surge > 0
+
+
 class SpecDecodeDeploymentSpec(ApiModel):
     """Desired state of a speculative-decoding fleet."""
 
@@ -513,6 +533,7 @@ class SpecDecodeDeploymentSpec(ApiModel):
     )
     policy_ref: PolicyRef | None = Field(default=None, description="SRE-owned SpeculationPolicy to follow.")
     runtime: RuntimeSpec = Field(default_factory=RuntimeSpec, description="Engine pods.")
+    rollout: RolloutSpec = Field(default_factory=RolloutSpec, description="How restart-bound changes roll out.")
     prometheus: PrometheusSpec | None = Field(
         default=None, description="Prometheus connection; defaults to the operator's configuration."
     )

@@ -38,6 +38,8 @@ class Context:
     start_k: int
     data_parallel_size: int = 1
     paused: bool = False
+    # A rollout starts a surge pod before each old one goes (spec.rollout.maxSurge 1): no capacity is lost.
+    surge: bool = True
 
     @property
     def prior(self) -> AcceptancePrior:
@@ -96,6 +98,7 @@ def build_context(
         start_k=spec.speculation.num_speculative_tokens,
         data_parallel_size=spec.model.data_parallel_size,
         paused=paused,
+        surge=spec.rollout.surge,
     )
 
 

@@ -38,6 +38,7 @@ class Reason(StrEnum):
     THIN_EVIDENCE = "thin-evidence"
     DWELL = "dwell"
     SWITCHING_COST = "switching-cost"
+    CAPACITY = "capacity"
     COOLDOWN = "cooldown"
     BUDGET = "budget"
     GAIN = "gain"

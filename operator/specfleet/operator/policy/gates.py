@@ -2,7 +2,8 @@
 
 Unit of the switching-cost test: seconds of fleet-wide relative TPOT. A switch predicted to change the speed
 by `gain` (relative) for the expected dwell earns gain * expected_dwell; the rolling restart costs, for each
-replica's restart time in turn, the TPOT rise it causes at the forecast load (see `_switching`). The budget
+replica's restart time in turn, the TPOT rise it causes at the forecast load (see `_switching`); without a
+surge pod a change also waits while the replicas left in service could not carry the forecast load. The budget
 counts every restart-bound change in the rolling hour, rollbacks included; a TUNE change also keeps one
 restart in reserve for its own rollback.
 
@@ -86,6 +87,9 @@ def _tune_gates(
     held = now - state.pending.since
     if held < policy.dwell_seconds:
         return _blocked(proposal, Reason.DWELL, f"held {held:.0f}/{policy.dwell_seconds} s"), state
+    short = _short_of_capacity(state, obs, ctx)
+    if short:
+        return _blocked(proposal, Reason.CAPACITY, short), state
     earned, cost = _switching(proposal, state, obs, ctx)
     proposal = replace(proposal, cost=cost)
     if earned <= cost:
@@ -98,20 +102,38 @@ def _tune_gates(
     return proposal, state
 
 
+def _short_of_capacity(state: PolicyState, obs: Observation, ctx: Context) -> str | None:
+    """Why the replicas left in service could not carry the forecast load during a rollout without a surge
+    pod, or None. Past the KV cache's limit the excess queues for the whole rollout and long after it: no
+    gain in TPOT pays for that, so such a change waits for the load to fall."""
+    replicas = max(ctx.fleet.replicas, 1)
+    if ctx.surge or obs.forecast is None:
+        return None
+    settled = obs.predictor.rollout_batch(state.current, obs.forecast, replicas)
+    limit = obs.predictor.batch_limit(obs.forecast)
+    if settled <= limit:
+        return None
+    return (
+        f"{replicas - 1} of {replicas} replicas cannot carry B̂={obs.forecast:.0f} while one restarts: they would "
+        f"need {settled:.0f} sequences each, the KV cache holds {limit:.0f} (spec.rollout.maxSurge 0)"
+    )
+
+
 def _switching(proposal: Proposal, state: PolicyState, obs: Observation, ctx: Context) -> tuple[float, float]:
     """(earned, cost) of a switch, both in seconds of the fleet's whole TPOT (relative change x duration).
 
-    Earned: the predicted relative gain held for the expected dwell. Cost: the rollout — each replica out
-    for its restart in turn — slows the others by the predicted `rollout_slowdown` at the forecast load,
-    never less than the capacity share one pod carries (1/n). A restart is thus cheap off-peak and dear
-    near saturation, where it is deferred. The restart time is the policy's, or the last rollout's measured
-    time per pod when that was longer; a policy's zero turns the test off.
+    Earned: the predicted relative gain held for the expected dwell. Cost: without a surge pod, the rollout
+    — each replica out for its restart in turn — slows the others by the predicted `rollout_slowdown` at the
+    forecast load, never less than the capacity share one pod carries (1/n); a restart is thus cheap off-peak
+    and dear near saturation, where it is deferred. With a surge pod no capacity is lost: the rollout costs
+    that share only (the restart's GPU time and risk). The restart time is the policy's, or the last
+    rollout's measured time per pod when that was longer; a policy's zero turns the test off.
     """
     policy, replicas = ctx.policy, max(ctx.fleet.replicas, 1)
     restart = policy.restart_cost_seconds and max(policy.restart_cost_seconds, state.restart_seconds or 0.0)
     load = obs.forecast if obs.forecast is not None else 1.0
-    slowdown = max(obs.predictor.rollout_slowdown(state.current, load, replicas), 1.0 / replicas)
-    return proposal.gain * policy.expected_dwell_seconds, restart * replicas * slowdown
+    lost = 0.0 if ctx.surge else obs.predictor.rollout_slowdown(state.current, load, replicas)
+    return proposal.gain * policy.expected_dwell_seconds, restart * replicas * max(lost, 1.0 / replicas)
 
 
 def _thin_evidence(obs: Observation, state: PolicyState, ctx: Context) -> str | None:

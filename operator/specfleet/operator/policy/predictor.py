@@ -79,13 +79,25 @@ class Predictor:
         """
         if replicas <= 1:
             return 1.0  # nothing serves while the only pod restarts
+        settled = self.rollout_batch(config, batch, replicas)
+        return self.tpot(config, min(settled, self.batch_limit(batch))) / self.tpot(config, batch) - 1.0
+
+    def rollout_batch(self, config: SpecConfig, batch: float, replicas: int) -> float:
+        """The batch per pod in service while one of `replicas` restarts, uncapped: past `batch_limit` the
+        KV cache cannot hold it, and the excess queues for as long as the rollout lasts."""
+        if replicas <= 1:
+            return math.inf
         base = self.tpot(config, batch)
-        limit = max(self.cost.kv_capacity_tokens() / self.cost.context_tokens, batch)
+        limit = self.batch_limit(batch)
         load = max(batch, 1.0) * replicas / (replicas - 1)
         settled = min(load, limit)
         for _ in range(ROLLOUT_ITERATIONS):
-            settled = min(load * self.tpot(config, settled) / base, limit)
-        return self.tpot(config, settled) / base - 1.0
+            settled = load * self.tpot(config, min(settled, limit)) / base
+        return settled
+
+    def batch_limit(self, batch: float) -> float:
+        """The most sequences one pod's KV cache holds at the observed context (never below `batch`)."""
+        return max(self.cost.kv_capacity_tokens() / self.cost.context_tokens, batch)
 
     def tpot(self, config: SpecConfig, batch: float) -> float:
         """Predicted time per output token: C_off(B), or C_spec(k,B)/E(k) at the k the config runs at B

@@ -101,14 +101,20 @@ def render_deployment(
         "spec": {
             "replicas": spec.replicas,
             "selector": {"matchLabels": selector_labels(owner)},
-            # Surge one pod at a time and never drop below the desired count while k changes.
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},
+            # One pod at a time: with a surge pod the fleet never drops below the desired count while k
+            # changes; without one (no spare GPU node) it runs one replica short.
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": rolling_update(spec.rollout.max_surge)},
             "template": {
                 "metadata": {"labels": pod_labels, "annotations": dict(annotations)},
                 "spec": pod_spec(owner, spec, config, config_hash, runtime_image),
             },
         },
     }
+
+
+def rolling_update(max_surge: int) -> dict[str, int]:
+    """The Deployment's RollingUpdate: a surge pod, or (none) one pod unavailable at a time."""
+    return {"maxUnavailable": 0 if max_surge else 1, "maxSurge": max_surge}
 
 
 def pod_spec(
