@@ -88,6 +88,15 @@ def test_speedup_over_acceptance_length_at_bs1() -> None:
         assert 0.70 <= ratio <= 0.85
 
 
+def test_a_loaded_drafter_passes_over_every_sequence_even_at_k0() -> None:
+    """The drafter keeps its own KV cache in step with every sequence, so a k=0 row's extra time grows with
+    the batch: its forward over one token per sequence, in the draft's share of the target's work."""
+    small, large = draft_cost(COST_8B_H100, 0, 8), draft_cost(COST_8B_H100, 0, 256)
+    assert large > small > 0
+    assert large - small == pytest.approx(248 * COST_8B_H100.prior().draft_sequence)
+    assert COST_8B_H100.prior().draft_sequence > 0
+
+
 def test_ngram_is_cheap_but_not_free() -> None:
     ngram = CostModel.build("H100", "Llama-3.1-8B", "ngram")
     assert 0 < draft_cost(ngram, 3, 1) < draft_cost(COST_8B_H100, 3, 1)

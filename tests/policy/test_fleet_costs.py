@@ -3,20 +3,22 @@ table, the price of a rollout at the load it happens in, and rollouts whose Read
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
 
+from specfleet.operator.api.types import Signals
 from specfleet.operator.policy.acceptance import PRIORS, AcceptanceMemory, extrapolate, merge
 from specfleet.operator.policy.calibration import PARAMETER_NAMES, Calibration
 from specfleet.operator.policy.context import Context, initial_state
 from specfleet.operator.policy.decide import decide
-from specfleet.operator.policy.decision import Action, Reason
+from specfleet.operator.policy.decision import Action, Decision, Reason
 from specfleet.operator.policy.observe import drafted_depth, learn
 from specfleet.operator.policy.predictor import Predictor
 from specfleet.operator.policy.schedule import render_schedule
 from specfleet.operator.policy.state import PolicyState, SpecConfig
-from tests.policy.helpers import COST_8B_H100, make_context, make_signals, with_fleet
+from tests.policy.helpers import COST_8B_H100, make_context, make_signals, run, with_fleet
 
 # A draft the traffic does not suit (French chat on an English EAGLE head): k=1 loses to plain decoding past
 # bs ≈ 200 on the 8B prior, but by less than the drafter's own pass costs.
@@ -165,3 +167,31 @@ def test_a_deep_k_is_judged_at_the_stated_threshold() -> None:
     poor = make_signals(4, acceptance_by_position=[0.2, 0.05, 0.0, 0.0, 0.0], acceptance_length=1.25)
     decision = decide(0.0, poor, state, ctx)
     assert (decision.code, decision.action) == (Reason.COLLAPSE, Action.DISABLE)
+
+
+def _poor(concurrency: float) -> Signals:
+    return make_signals(concurrency, acceptance_by_position=list(POOR[:3]), acceptance_length=1 + sum(POOR[:3]))
+
+
+def _first_disable(ctx: Context, load: Callable[[float], float]) -> Decision | None:
+    decisions = run(ctx, _at_k1(ctx), lambda now, _: _poor(load(now)), steps=40)
+    return next((d for d in decisions if d.action == Action.DISABLE), None)
+
+
+def _at_k1(ctx: Context) -> PolicyState:
+    k1 = SpecConfig(enabled=True, k=1)
+    return replace(initial_state(ctx), current=k1, last_good=k1)
+
+
+def test_a_rising_load_is_judged_where_the_rollout_would_end() -> None:
+    """k=1 loses to plain decoding past about 180 sequences on this draft. On a steep climb the restart is
+    judged at the load it would land in (4 pods x 90 s ahead on the trend), so speculation goes off before
+    the fleet reaches the crossover; at a steady load below it, never."""
+    ctx = make_context(dwell_seconds=0, min_k=1, max_k=1)
+    rising = _first_disable(ctx, lambda now: 40 + 8 * now / 30)
+    assert rising is not None
+    concurrency, ahead = rising.inputs["concurrency"], rising.inputs["rolloutForecast"]
+    assert isinstance(concurrency, float)
+    assert isinstance(ahead, float)
+    assert concurrency < 170 < ahead
+    assert _first_disable(ctx, lambda _: 150.0) is None

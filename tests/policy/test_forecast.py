@@ -27,6 +27,21 @@ def test_rising_series_is_extrapolated() -> None:
     assert predicted > 48
 
 
+def test_a_projection_holds_the_trend_over_its_whole_horizon() -> None:
+    """Unlike the damped forecast (a few intervals of trend at most), a projection carries the trend to the
+    end of a rollout, 40 intervals ahead here."""
+    forecast = feed([float(10 + 2 * i) for i in range(20)])
+    projected, damped = forecast.project(40), forecast.predict(40)
+    assert projected is not None
+    assert damped is not None
+    assert forecast.level is not None
+    assert forecast.trend > 1
+    assert projected == pytest.approx(forecast.level + 40 * forecast.trend)
+    assert projected > damped + 40
+    assert feed([float(100 - 10 * i) for i in range(10)]).project(40) == 0.0
+    assert Forecast().project(4) is None
+
+
 def test_never_negative() -> None:
     predicted = feed([float(100 - 10 * i) for i in range(10)]).predict(10)
     assert predicted is not None

@@ -23,8 +23,9 @@ from specfleet.operator.policy.fit import Evidence, Posterior
 NOISE = 0.05
 # Prior standard deviation as a fraction of each roofline parameter: the roofline is right within a factor.
 PRIOR_SPREAD = 0.5
-# The prior prices no per-sequence drafter pass; its spread lets the fit find one worth this many of the
-# drafter's fixed per-step costs at a batch of 256 (the tax measured on k=0 rows reaches +22 %).
+# The prior prices the drafter's per-sequence pass at the draft's share of the target's work per token, which
+# falls short of the tax measured on k=0 rows (+22 % at a batch of 189); its spread lets the fit find a larger
+# one, worth this many of the drafter's fixed per-step costs at a batch of 256.
 DRAFT_SEQUENCE_SPREAD = 2.0 / 256
 EVIDENCE_HALF_LIFE_S = 4 * 3600.0
 # A profile's measured deviation never falls below this fraction of the roofline's (see `prior_of`).

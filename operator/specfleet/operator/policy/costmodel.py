@@ -169,7 +169,8 @@ class CostModel:
             kv=kv_token,
             prefill=PROMPT_TOKENS_PRIOR * (1 + UNOVERLAPPED_COMPUTE) * per_token,
             draft_fixed=self.draft.fixed_s,
-            draft_sequence=0.0,
+            # Every step, k=0 included, the drafter runs over each sequence's new token to keep its own KV in step.
+            draft_sequence=share * (per_token + kv_token * self.context_tokens),
             draft_position=self._memory_s(share * self.model.weight_bytes) + self.draft.per_position_s,
             draft_token=share * per_token,
             draft_kv=share * kv_token,

@@ -98,7 +98,10 @@ def _collapse(current: SpecConfig, obs: Observation, ctx: Context) -> Proposal |
 def _advise(state: PolicyState, obs: Observation, ctx: Context, inputs: Inputs) -> tuple[Proposal, Inputs]:
     """Hysteresis on S(k*, B̂): enable above 1 + enable margin, disable below 1 + disable margin."""
     assert obs.forecast is not None
-    policy, current, predictor, b_hat = ctx.policy, state.current, obs.predictor, obs.forecast
+    policy, current, predictor = ctx.policy, state.current, obs.predictor
+    # Turning speculation on or off restarts the pods: it is judged at the load it will land in, the next
+    # window's or, on a rising trend, the one at the rollout's end.
+    b_hat = max(obs.forecast, obs.rollout_forecast or 0.0)
     k_best, s_raw = predictor.best(b_hat, ctx.k_range)
     s_best = predictor.guarded(b_hat, ctx.k_range)
     s_current = predictor.config_speedup(current, b_hat)

@@ -49,6 +49,13 @@ class Forecast:
             return max(value, p90)
         return value
 
+    def project(self, steps: float) -> float | None:
+        """Where the level will be `steps` intervals ahead if the present trend holds (undamped; never below
+        zero): the load a change that takes that long to carry out lands in."""
+        if self.level is None:
+            return None
+        return max(self.level + steps * self.trend, 0.0)
+
     def to_dict(self) -> dict[str, float | None]:
         return {"level": self.level, "trend": self.trend, "errorVar": self.error_var}
 

@@ -28,6 +28,8 @@ class Observation:
 
     batch: float | None  # measured concurrency per replica
     forecast: float | None  # B̂: forecast concurrency per replica for the next window
+    # The concurrency per replica when a rolling restart begun now would end, if the trend holds.
+    rollout_forecast: float | None
     fresh: bool  # the signals were measured under the configuration the fleet runs
     length: float | None  # measured L under the running configuration
     drafted_k: float  # mean drafts per verify step that L was measured at (0 when nothing was drafted)
@@ -41,6 +43,7 @@ class Observation:
             "mode": str(ctx.mode),
             "concurrency": self.batch,
             "forecast": self.forecast,
+            "rolloutForecast": self.rollout_forecast,
             "acceptanceLength": self.length,
             "tpot": self.tpot,
             "samples": self.samples,
@@ -159,6 +162,13 @@ def _calibrate(
     return calibration.with_admissions(rate).observe(cost, shape, step_s, now, weight)
 
 
+def rollout_seconds(state: PolicyState, ctx: Context) -> float:
+    """How long a rolling restart takes: each replica in turn, at the policy's restart time or the last
+    rollout's measured time per pod when that was longer."""
+    restart = max(ctx.policy.restart_cost_seconds, state.restart_seconds or 0.0)
+    return max(ctx.fleet.replicas, 1) * restart
+
+
 def _observation(
     now: float, signals: Signals | None, state: PolicyState, ctx: Context, cost: CostModel, *, fresh: bool
 ) -> Observation:
@@ -168,6 +178,7 @@ def _observation(
     return Observation(
         batch=signals.concurrency_per_replica if signals is not None else None,
         forecast=state.forecast.predict(steps, p90),
+        rollout_forecast=state.forecast.project(rollout_seconds(state, ctx) / ctx.policy.interval_seconds),
         fresh=fresh,
         length=signals.acceptance_length if signals is not None and fresh and state.current.enabled else None,
         drafted_k=drafted_k(signals, state.current) if signals is not None else 0.0,
