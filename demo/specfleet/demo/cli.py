@@ -85,13 +85,15 @@ def main(argv: list[str] | None = None) -> int:
             completed = demo.fleet.take_completed()
         console.print("simulating the static baselines on the same trace…")
         evaluation = report.baselines(fleet, demo.traces[fleet.name], DEMO_POLICY, args.gpu, args.startup_delay)
-    live = report.live_row(
-        [c for c in completed if c.deployment == fleet.name], duration, len(timeline.changes(fleet.name))
-    )
+    served = [c for c in completed if c.deployment == fleet.name]
+    live = report.live_row(served, duration, len(timeline.changes(fleet.name)))
     rows = report.rows(live, evaluation)
     console.print(report.summary_table(f"{fleet.name}: {duration:.0f} s, trace {args.trace}", rows))
+    changes = report.effects(timeline, fleet.name, served, evaluation, duration)
+    for line in report.closing_lines(live, rows, changes):
+        console.print(line, highlight=False, markup=False)
     report.plot_timeline(timeline, fleet.name, args.out / "timeline.png")
-    report.write_summary(args.out / "summary.json", rows, timeline, fleet.name)
+    report.write_summary(args.out / "summary.json", rows, timeline, fleet.name, changes)
     console.print(f"wrote {args.out / 'timeline.png'} and {args.out / 'summary.json'}")
     return 0
 
