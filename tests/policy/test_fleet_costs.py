@@ -195,3 +195,13 @@ def test_a_rising_load_is_judged_where_the_rollout_would_end() -> None:
     assert isinstance(ahead, float)
     assert concurrency < 170 < ahead
     assert _first_disable(ctx, lambda _: 150.0) is None
+
+
+def test_near_saturation_staying_on_is_priced_at_the_batch_off_would_settle_at() -> None:
+    """Off serves the same load at a smaller batch where it is faster: at low load that changes little, past
+    the crossover it deepens the loss of staying on well below the closed-batch S at the same batch."""
+    predictor = Predictor(COST_8B_H100, POOR, Calibration())
+    k1 = SpecConfig(enabled=True, k=1)
+    assert predictor.settled_speedup(k1, 8) == pytest.approx(predictor.speedup(1, 8), rel=0.05)
+    assert predictor.settled_speedup(k1, 300) < predictor.speedup(1, 300) - 0.1
+    assert predictor.settled_speedup(k1, 300) < predictor.settled_speedup(k1, 250) < 1.0

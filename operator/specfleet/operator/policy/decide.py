@@ -105,6 +105,9 @@ def _advise(state: PolicyState, obs: Observation, ctx: Context, inputs: Inputs) 
     k_best, s_raw = predictor.best(b_hat, ctx.k_range)
     s_best = predictor.guarded(b_hat, ctx.k_range)
     s_current = predictor.config_speedup(current, b_hat)
+    if current.enabled:
+        # What staying costs: off would carry the same load at its own batch (see `settled_speedup`).
+        s_current = min(s_current, predictor.settled_speedup(current, b_hat))
     enable_above, disable_below = 1 + policy.enable_margin, 1 + policy.disable_margin
     inputs = {
         **inputs,

@@ -15,6 +15,9 @@ from specfleet.operator.policy.state import SpecConfig
 LOAD_GRID = tuple(2 ** (i / 4) for i in range(49))
 # Fixed-point steps for the batch a rolling restart settles at (converges in a few away from saturation).
 ROLLOUT_ITERATIONS = 20
+# Fixed-point steps and relative tolerance for the batch a configuration settles at under a given throughput.
+SETTLE_ITERATIONS = 60
+SETTLE_TOLERANCE = 1e-3
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,32 @@ class Predictor:
         for _ in range(ROLLOUT_ITERATIONS):
             settled = load * self.tpot(config, min(settled, limit)) / base
         return settled
+
+    def settled_batch(self, config: SpecConfig, throughput: float, limit: float) -> float:
+        """The batch per pod at which `config` serves `throughput` tokens/s per pod: by Little's law the batch
+        is the throughput times TPOT, and TPOT grows with the batch, so a slower configuration holds each
+        request longer and its batch grows until B = X·TPOT(B). Infinite where no batch up to `limit` (what
+        the KV cache holds) serves it: the excess would queue."""
+        batch = throughput * self.tpot(config, 1.0)
+        for _ in range(SETTLE_ITERATIONS):
+            following = throughput * self.tpot(config, batch)
+            if following > limit:
+                return math.inf
+            if abs(following - batch) <= SETTLE_TOLERANCE * batch:
+                return following
+            batch = following
+        return batch
+
+    def settled_speedup(self, config: SpecConfig, batch: float) -> float:
+        """S of the running `config` over speculation off at the load it carries (`batch` per pod), off settled
+        at its own batch for the same throughput: near saturation a slower step holds each request longer and
+        the batch grows with it, so the closed-batch S at B understates what a speculating fleet loses there.
+        Infinite where off could not carry that load at all."""
+        b = max(batch, 1.0)
+        plain = self.settled_batch(SpecConfig.off(), b / self.tpot(config, b), self.batch_limit(b))
+        if math.isinf(plain):
+            return math.inf
+        return self.tpot(SpecConfig.off(), plain) / self.tpot(config, b)
 
     def batch_limit(self, batch: float) -> float:
         """The most sequences one pod's KV cache holds at the observed context (never below `batch`)."""
