@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Self
+from typing import Any, Self
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up mid-answer (a scraper as the demo stops) is no error worth a traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class LoopbackServer:
     """Serves one handler class on 127.0.0.1:<free port> from a daemon thread: one endpoint of a local pod."""
 
     def __init__(self, handler: type[BaseHTTPRequestHandler], name: str, host: str = "127.0.0.1") -> None:
-        self._server = ThreadingHTTPServer((host, 0), handler)
+        self._server = _Server((host, 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name=name, daemon=True)
 
