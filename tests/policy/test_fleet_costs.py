@@ -12,6 +12,7 @@ from specfleet.operator.api.types import Signals
 from specfleet.operator.policy.acceptance import PRIORS, AcceptanceMemory, extrapolate, merge
 from specfleet.operator.policy.calibration import PARAMETER_NAMES, Calibration
 from specfleet.operator.policy.context import Context, initial_state
+from specfleet.operator.policy.costmodel import CostModel, context_from_signals
 from specfleet.operator.policy.decide import decide
 from specfleet.operator.policy.decision import Action, Decision, Reason
 from specfleet.operator.policy.observe import drafted_depth, learn
@@ -205,3 +206,14 @@ def test_near_saturation_staying_on_is_priced_at_the_batch_off_would_settle_at()
     assert predictor.settled_speedup(k1, 8) == pytest.approx(predictor.speedup(1, 8), rel=0.05)
     assert predictor.settled_speedup(k1, 300) < predictor.speedup(1, 300) - 0.1
     assert predictor.settled_speedup(k1, 300) < predictor.settled_speedup(k1, 250) < 1.0
+
+
+def test_a_model_that_does_not_fit_its_gpus_is_still_judged() -> None:
+    """A 405B model on one A100 has no KV capacity in the model (the demo's CPU engine stands in for one):
+    the context falls back to the default and staying on is judged without dividing by zero."""
+    big = CostModel.build("A100", "meta-llama/Llama-3.1-405B-Instruct", "ngram", size_billions=405.0)
+    assert big.kv_capacity_tokens() == 0.0
+    assert context_from_signals(big, 0.4, 20.0) == big.context_tokens
+    ctx = replace(make_context(dwell_seconds=0), cost=big, method="ngram")
+    decision = decide(0.0, make_signals(40, kv_cache_usage=0.4), initial_state(ctx), ctx)
+    assert decision.inputs["speedupCurrent"] is not None

@@ -231,9 +231,11 @@ class CostModel:
 
 def context_from_signals(cost: CostModel, kv_cache_usage: float | None, concurrency: float | None) -> float:
     """Mean context per running sequence, from KV-cache usage when the signals carry it."""
-    if kv_cache_usage is None or not concurrency or concurrency < 1 or kv_cache_usage <= 0:
+    capacity = cost.kv_capacity_tokens()
+    # No capacity: the spec's model does not fit the GPUs it names (the demo's CPU engine stands in for one).
+    if kv_cache_usage is None or not concurrency or concurrency < 1 or kv_cache_usage <= 0 or capacity <= 0:
         return cost.context_tokens
-    return kv_cache_usage * cost.kv_capacity_tokens() / concurrency
+    return kv_cache_usage * capacity / concurrency
 
 
 def speedup(off_s: float, spec_s: float, curve: Sequence[float], k: int) -> float:

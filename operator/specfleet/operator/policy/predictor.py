@@ -126,7 +126,7 @@ class Predictor:
 
     def batch_limit(self, batch: float) -> float:
         """The most sequences one pod's KV cache holds at the observed context (never below `batch`)."""
-        return max(self.cost.kv_capacity_tokens() / self.cost.context_tokens, batch)
+        return max(self.cost.kv_capacity_tokens() / max(self.cost.context_tokens, 1.0), batch)
 
     def tpot(self, config: SpecConfig, batch: float) -> float:
         """Predicted time per output token: C_off(B), or C_spec(k,B)/E(k) at the k the config runs at B
