@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -305,8 +306,12 @@ def main(argv: list[str] | None = None) -> None:
     cases = [c for c in CASES if not args.only or c.name in args.only]
     jobs = [(case, truth, seed, hours) for case in cases for truth in truths for seed in range(args.seeds)]
     start = time.perf_counter()
+    records = []
     with Pool(args.workers) as pool:
-        records = pool.map(run_cell, jobs, chunksize=1)
+        for record in pool.imap(run_cell, jobs):
+            records.append(record)
+            print(f"[{len(records)}/{len(jobs)}] {record['scenario']} {record['truth']} seed {record['seed']}: "
+                  f"{record['seconds']:.0f} s", file=sys.stderr, flush=True)  # fmt: skip
     print(f"{len(records)} cells ({len(cases)} scenarios x {len(truths)} truths x {args.seeds} seeds), "
           f"{hours:g} h each, {time.perf_counter() - start:.0f} s")  # fmt: skip
     for record in records[:: len(truths) * args.seeds]:

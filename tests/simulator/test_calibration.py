@@ -23,7 +23,7 @@ ASSERTED = [row for row in ROWS if row.k is not None]
 
 def test_every_published_row_within_tolerance() -> None:
     """Fig. 1 (k=3, six settings incl. the Qwen3-8B + 0.6B draft model) and Fig. 10 (k=1, 3, 5), bs 1-128."""
-    cells = [cell for row in ASSERTED for cell in row_cells(row, seeds=8)]
+    cells = [cell for row in ASSERTED for cell in row_cells(row, seeds=48)]
     table = residual_table(cells)
     print("\n" + table)
     assert len(cells) == 6 * 4 + 3 * 6
@@ -76,8 +76,8 @@ def test_bs1_ratio_on_70b_follows_its_published_row() -> None:
 
 
 def test_best_fixed_k_moves_from_5_to_3_around_bs32_on_8b() -> None:
-    def best_k(batch: int) -> int:
-        return max((3, 4, 5), key=lambda k: speedup(PERF_8B, SHAREGPT, EAGLE, batch, k))
+    def best_k(batch: int) -> int:  # over four seeds: one seed's few requests can swap neighbouring k
+        return max((3, 4, 5), key=lambda k: np.mean([speedup(PERF_8B, SHAREGPT, EAGLE, batch, k, s) for s in range(4)]))
 
     assert best_k(8) == 5
     assert best_k(64) == 3

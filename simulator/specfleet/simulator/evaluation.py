@@ -132,13 +132,6 @@ class Scenario:
         )
 
 
-def run(
-    scenario: Scenario, controller: Controller, requests: Requests, interval: float = 30.0,
-    progress: ProgressFn | None = None,
-) -> RunResult:  # fmt: skip
-    return run_fleets(scenario, [controller], requests, interval, progress)[0]
-
-
 def run_fleets(
     scenario: Scenario, controllers: Sequence[Controller], requests: Requests, interval: float = 30.0,
     progress: ProgressFn | None = None,
@@ -396,16 +389,15 @@ def evaluate(
         return None if progress is None else lambda done, total: progress(name, done, total)
 
     auto = AutoPolicy(scenario.deployment_spec(), policy)
-    evaluation.results[AUTO] = run(scenario, auto, requests, auto.interval_seconds, tracked(AUTO))
+    candidates = {**baselines, **tables}
+    # Auto and every static run in one simulation: separate fleets, side by side on the same requests.
+    controllers: list[Controller] = [auto, *(Fixed(config) for config in candidates.values())]
+    runs = run_fleets(
+        scenario, controllers, requests, auto.interval_seconds, tracked(f"auto and {len(candidates)} static runs")
+    )
+    evaluation.results = dict(zip((AUTO, *candidates), runs, strict=True))
     evaluation.decisions = [(t, str(d.action), f"{d.code}: {d.reason}") for t, d in auto.decisions]
     evaluation.belief = auto.belief
-    candidates = {**baselines, **tables}
-    fixed = [Fixed(config) for config in candidates.values()]
-    statics_label = f"{len(fixed)} static runs"
-    for name, result in zip(
-        candidates, run_fleets(scenario, fixed, requests, progress=tracked(statics_label)), strict=True
-    ):
-        evaluation.results[name] = result
     statics = {name: evaluation.results[name] for name in candidates}
     table_names = [name for name in candidates if candidates[name].schedule]
     if table_names:

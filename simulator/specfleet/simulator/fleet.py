@@ -9,10 +9,9 @@ latencies are not quantised to dt. The calibration tests run through this same c
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,6 +21,7 @@ from specfleet.simulator.acceptance import MAX_POSITIONS, draw_requests
 from specfleet.simulator.config import config_hash, label
 from specfleet.simulator.metrics import E2E, ITL, TPOT, TTFT, FleetCounters, PodMetrics
 from specfleet.simulator.perf import DraftFamily, ReplicaPerf
+from specfleet.simulator.queues import PodQueues, segment_positions
 from specfleet.simulator.workload import PromptClass, Requests
 
 FloatArray = NDArray[np.float64]
@@ -82,69 +82,60 @@ class RunResult:
 
 
 @dataclass
-class _Slots:
-    """Per replica x batch slot state; req < 0 is a free slot."""
+class _Running:
+    """The sequences in every pod's batch, one entry each (any order): the arrays hold only what runs, so a
+    chunk's work follows the fleet's load, not its largest batch."""
 
+    pod: IntArray
     req: IntArray
     remaining: FloatArray
     ctx: FloatArray
-    frac: FloatArray  # active time this chunk in units of dt (>1: it also runs the time its slot freed early)
-    free_at: FloatArray  # when the slot's last request finished
+    frac: FloatArray  # active time this chunk in units of dt (>1: it also runs the time a finished one left)
     first_token: FloatArray
-    chain: FloatArray  # per-request unconditional acceptance by position
-    # Per slot, for every k: sum_{i<=k} a_i and sum_{i<=k} (2i-1) a_i (mean, second moment of accepted).
+
+    @classmethod
+    def empty(cls) -> _Running:
+        ids, times = np.zeros(0, np.int64), np.zeros(0)
+        return cls(ids, ids, times, times, times, times)
+
+    def joined(self, other: _Running) -> _Running:
+        return _Running(*(np.concatenate((a, b)) for a, b in zip(self._arrays(), other._arrays(), strict=True)))
+
+    def kept(self, keep: NDArray[np.bool_]) -> _Running:
+        return _Running(*(a[keep] for a in self._arrays()))
+
+    def _arrays(self) -> tuple[NDArray[Any], ...]:
+        return (self.pod, self.req, self.remaining, self.ctx, self.frac, self.first_token)
+
+
+@dataclass(frozen=True)
+class _Chains:
+    """Every request's acceptance chain and, for every k, the mean and second moment of its accepted drafts."""
+
+    chain: FloatArray
     mean_by_k: FloatArray
     square_by_k: FloatArray
 
     @classmethod
-    def empty(cls, replicas: int, slots: int) -> _Slots:
-        shape = (replicas, slots)
-        return cls(
-            req=np.full(shape, -1, np.int64),
-            remaining=np.zeros(shape),
-            ctx=np.zeros(shape),
-            frac=np.zeros(shape),
-            free_at=np.zeros(shape),
-            first_token=np.zeros(shape),
-            chain=np.zeros((*shape, MAX_POSITIONS)),
-            mean_by_k=np.zeros((*shape, MAX_POSITIONS + 1)),
-            square_by_k=np.zeros((*shape, MAX_POSITIONS + 1)),
-        )
-
-    def widened(self, width: int) -> _Slots:
-        """The same slots with room for `width` per replica (arrays start narrow: most runs need few)."""
-        grown = _Slots.empty(self.req.shape[0], width)
-        used = self.req.shape[1]
-        for name in (
-            "req",
-            "remaining",
-            "ctx",
-            "frac",
-            "free_at",
-            "first_token",
-            "chain",
-            "mean_by_k",
-            "square_by_k",
-        ):
-            getattr(grown, name)[:, :used] = getattr(self, name)
-        return grown
-
-    def set_chains(self, rows: IntArray, cols: IntArray, chain: FloatArray) -> None:
-        self.chain[rows, cols] = chain
+    def of(cls, chain: FloatArray) -> _Chains:
         zero = np.zeros((len(chain), 1))
-        self.mean_by_k[rows, cols] = np.concatenate((zero, np.cumsum(chain, axis=1)), axis=1)
         odd = 2.0 * np.arange(MAX_POSITIONS) + 1.0
-        self.square_by_k[rows, cols] = np.concatenate((zero, np.cumsum(chain * odd, axis=1)), axis=1)
+        return cls(
+            chain,
+            np.concatenate((zero, np.cumsum(chain, axis=1)), axis=1),
+            np.concatenate((zero, np.cumsum(chain * odd, axis=1)), axis=1),
+        )
 
 
 @dataclass(frozen=True)
 class _Decode:
-    """One chunk's decode outcome per replica (step, k) and per slot (the rest)."""
+    """One chunk's decode outcome per replica (step, k) and per running sequence (the rest)."""
 
     step: FloatArray
     k: IntArray
     steps: FloatArray
     mean: FloatArray
+    var: FloatArray
     accepted: FloatArray
     tokens: FloatArray
     done: NDArray[np.bool_]
@@ -152,6 +143,54 @@ class _Decode:
 
 
 ProgressFn = Callable[[float, float], None]
+
+
+@dataclass(frozen=True)
+class _KRows:
+    """Every pod's k by batch as arrays (`SpecConfig.k_at` for all pods at once): row i of pod p runs
+    `k[p, i]` up to `bound[p, i]` sequences; the last row has no bound."""
+
+    enabled: NDArray[np.bool_]
+    bound: FloatArray
+    k: IntArray
+
+    @classmethod
+    def of(cls, configs: Sequence[SpecConfig]) -> _KRows:
+        rows = [list(c.schedule) if c.enabled and c.schedule else [(0, c.k if c.enabled else 0)] for c in configs]
+        width = max(len(r) for r in rows)
+        bound, k = np.full((len(rows), width), np.inf), np.zeros((len(rows), width), np.int64)
+        for p, table in enumerate(rows):
+            bound[p, : len(table) - 1] = [b for b, _ in table[:-1]]
+            k[p, : len(table)] = [row_k for _, row_k in table]
+        return cls(np.array([c.enabled for c in configs]), bound, k)
+
+    def k_at(self, batch: FloatArray) -> IntArray:
+        row = (batch[:, None] > self.bound).sum(axis=1)
+        at: IntArray = self.k[np.arange(len(row)), row]
+        return at
+
+
+class _Scrapes(Sequence[PodMetrics]):
+    """A fleet's pods as a controller reads them, each scraped on first read: a static baseline reads none."""
+
+    def __init__(self, scrape: Callable[[int], PodMetrics], replicas: range) -> None:
+        self._scrape, self._replicas = scrape, replicas
+        self._read: dict[int, PodMetrics] = {}
+
+    def __len__(self) -> int:
+        return len(self._replicas)
+
+    @overload
+    def __getitem__(self, index: int) -> PodMetrics: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[PodMetrics]: ...
+    def __getitem__(self, index: int | slice) -> PodMetrics | Sequence[PodMetrics]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        replica = self._replicas[index]
+        if replica not in self._read:
+            self._read[replica] = self._scrape(replica)
+        return self._read[replica]
 
 
 class FleetSimulation:
@@ -183,8 +222,14 @@ class FleetSimulation:
         # The k each pod's engine started with: its drafter, graphs and lookahead KV are sized for it.
         self.startup_k = [c.k if c.enabled else 0 for c in self.configs]
         self.counters = FleetCounters(self.pods, MAX_POSITIONS)
-        self.queues: list[deque[int]] = [deque() for _ in range(self.pods)]
-        self.slots = _Slots.empty(self.pods, min(spec.max_batch, 32))
+        self.queues = PodQueues(self.pods)
+        self.admission_cost = self.req.prompt.astype(np.int64) + 1  # KV tokens a request needs to start
+        # Each request's acceptance, drawn once: every fleet serves the same request with the same chain
+        # (common random numbers), so fleets differ by their configs, not by their draws.
+        self.chains = _Chains.of(self._draw_chains(np.arange(len(requests))))
+        self.running = _Running.empty()
+        # Who finished in the last chunk, and when: the next admission hands their unused time on.
+        self.freed_pod, self.freed_at = np.zeros(0, np.int64), np.zeros(0)
         self.prefill_backlog = np.zeros(self.pods)  # seconds of prompt processing not yet done
         self.restarting: list[int | None] = [None] * n_groups  # the pod of each fleet now restarting
         self.restart_until = [0.0] * n_groups
@@ -197,6 +242,8 @@ class FleetSimulation:
             for g in range(n_groups)
         ]
         self.group_of = np.arange(self.pods) // per
+        self._labels: dict[SpecConfig, str] = {}
+        self._k_rows: _KRows | None = None  # the pods' batch-size tables as arrays; rebuilt when a config changes
 
     @property
     def result(self) -> RunResult:
@@ -231,14 +278,14 @@ class FleetSimulation:
         for restart_seconds, back on the target."""
         target, restarting = self.targets[group], self.restarting[group]
         if restarting is not None and now >= self.restart_until[group]:
-            self.configs[restarting] = target
+            self.configs[restarting], self._k_rows = target, None
             self.startup_k[restarting] = target.k if target.enabled else 0
             self.counters.reset(restarting)
             self.started[restarting] = now
             self.restarting[group] = restarting = None
         for r in self._group(group):
             if r != restarting and self.configs[r] != target and self.live(r, target):
-                self.configs[r] = target  # same process: counters and start time stay
+                self.configs[r], self._k_rows = target, None  # same process: counters and start time stay
         if restarting is None:
             stale = [r for r in self._group(group) if self.configs[r] != target]
             if stale:
@@ -246,71 +293,67 @@ class FleetSimulation:
                 self.restarting[group], self.restart_until[group] = r, now + self.spec.restart_seconds
                 if not self.spec.surge:
                     # The pod stops taking traffic; what it has queued goes back to the router.
-                    waiting, self.queues[r] = np.array(self.queues[r], np.int64), deque()
-                    self._route(waiting, group)
+                    self._route(self.queues.drain(r), group)
 
     def _out(self, replica: int) -> bool:
         """Out of service: restarting without a surge pod standing in for it."""
         return replica == self.restarting[int(self.group_of[replica])] and not self.spec.surge
+
+    def _out_mask(self) -> NDArray[np.bool_]:
+        out = np.zeros(self.pods, bool)
+        if not self.spec.surge:
+            out[[r for r in self.restarting if r is not None]] = True
+        return out
 
     def _in_service(self, group: int) -> list[int]:
         replicas = [r for r in self._group(group) if not self._out(r)]
         return replicas or list(self._group(group))
 
     def _route(self, ids: IntArray, group: int) -> None:
-        """Round-robin over the fleet's pods in service (a Kubernetes Service spreading connections)."""
+        self.queues.push(self._destinations(len(ids), group), ids)
+
+    def _destinations(self, n: int, group: int) -> IntArray:
+        """The pods of the next n requests: round-robin over the fleet's pods in service (a Kubernetes Service
+        spreading connections)."""
         targets = self._in_service(group)
-        pick = (self.round_robin[group] + np.arange(len(ids))) % len(targets)
-        self.round_robin[group] = (self.round_robin[group] + len(ids)) % len(targets)
-        for index, r in enumerate(targets):
-            self.queues[r].extend(ids[pick == index].tolist())
+        pick = (self.round_robin[group] + np.arange(n)) % len(targets)
+        self.round_robin[group] = (self.round_robin[group] + n) % len(targets)
+        pods: IntArray = np.asarray(targets, np.int64)[pick]
+        return pods
 
     # ------------------------------------------------------------------ admission
 
-    def _admit(self, t: float) -> tuple[FloatArray, IntArray, IntArray]:
-        """Fill free slots from each in-service pod's queue; prefill tokens per replica and the new slots."""
-        s = self.slots
-        prefill = np.zeros(self.pods)
-        rows: list[int] = []
-        cols: list[int] = []
-        ids: list[int] = []
-        for r in range(self.pods):
-            queue = self.queues[r]
-            if not queue or self._out(r):
-                continue
-            free = np.flatnonzero(s.req[r] < 0)
-            running = s.req.shape[1] - len(free)
-            wanted = min(len(queue), self.spec.max_batch - running)
-            if wanted > len(free):
-                self.slots = s = s.widened(min(self.spec.max_batch, max(2 * s.req.shape[1], running + wanted)))
-                free = np.flatnonzero(s.req[r] < 0)
-            n = self._admissible(r, wanted)
-            rows += [r] * n
-            cols += free[:n].tolist()
-            ids += [queue.popleft() for _ in range(n)]
-        if not ids:
-            return prefill, np.zeros(0, np.int64), np.zeros(0, np.int64)
-        r_idx, c_idx, req = np.array(rows), np.array(cols), np.array(ids, np.int64)
-        # A request starts when both it and its slot are there; a slot freed mid-chunk hands its unused time
-        # to the next request (frac > 1), so chunking does not leave batch slots idle.
-        start = np.maximum(np.maximum(self.req.arrival[req], s.free_at[r_idx, c_idx]), t - self.spec.dt)
-        s.req[r_idx, c_idx] = req
-        s.remaining[r_idx, c_idx] = self.req.output[req]
-        s.ctx[r_idx, c_idx] = self.req.prompt[req]
-        s.frac[r_idx, c_idx] = (t + self.spec.dt - start) / self.spec.dt
-        s.set_chains(r_idx, c_idx, self._draw_chains(req))
-        np.add.at(prefill, r_idx, self.req.prompt[req])
-        return prefill, r_idx, c_idx
+    def _per_pod(self, values: FloatArray | None = None) -> FloatArray:
+        """Sum over each pod's running sequences (their count without values)."""
+        return np.bincount(self.running.pod, weights=values, minlength=self.pods).astype(float)
 
-    def _admissible(self, replica: int, n: int) -> int:
-        """How many of the queue's first n requests fit in the KV cache (vLLM admits on free KV blocks)."""
-        if n == 0:
-            return 0
-        s, queue = self.slots, self.queues[replica]
-        used = float(np.where(s.req[replica] >= 0, s.ctx[replica], 0.0).sum())
-        head = np.fromiter((queue[i] for i in range(n)), np.int64, n)
-        need = used + np.cumsum(self.req.prompt[head] + 1)
-        return int(np.searchsorted(need, self.spec.perf.kv_capacity_tokens, side="right"))
+    def _admit(self, t: float) -> tuple[FloatArray, IntArray]:
+        """Fill each in-service pod's batch from its queue: prefill tokens per pod, the new entries' indices."""
+        prefill, dt = np.zeros(self.pods), self.spec.dt
+        running = self._per_pod().astype(np.int64)
+        room = self.spec.perf.kv_capacity_tokens - self._per_pod(self.running.ctx)
+        limit = np.where(self._out_mask(), 0, np.minimum(self.queues.length, self.spec.max_batch - running))
+        n = self.queues.admissible(room, limit, self.admission_cost)
+        if not n.any():
+            return prefill, np.zeros(0, np.int64)
+        pods, req = self.queues.pop(n)
+        # A request starts when both it and a place in the batch are there: the j-th admitted on a pod takes
+        # the unused time of the j-th sequence that finished there last chunk (frac > 1), so chunking does not
+        # leave batch places idle.
+        order = np.lexsort((self.freed_at, self.freed_pod))
+        freed_count = np.bincount(self.freed_pod, minlength=self.pods)
+        rank = segment_positions(n[n > 0])
+        handed = rank < freed_count[pods]
+        freed_start = np.cumsum(freed_count) - freed_count
+        freed = np.full(len(req), -np.inf)
+        freed[handed] = self.freed_at[order][freed_start[pods[handed]] + rank[handed]]
+        start = np.maximum(np.maximum(self.req.arrival[req], freed), t - dt)
+        first = len(self.running.req)
+        output, prompt = self.req.output[req].astype(float), self.req.prompt[req].astype(float)
+        admitted = _Running(pods, req, output, prompt, (t + dt - start) / dt, np.zeros(len(req)))
+        self.running = self.running.joined(admitted)
+        np.add.at(prefill, pods, self.req.prompt[req])
+        return prefill, np.arange(first, len(self.running.req))
 
     def _draw_chains(self, req: IntArray) -> FloatArray:
         chains = np.zeros((len(req), MAX_POSITIONS))
@@ -326,74 +369,75 @@ class FleetSimulation:
 
     def _step_times(self, batch: FloatArray, kv: FloatArray) -> tuple[FloatArray, IntArray]:
         """Engine step seconds and k per replica at this chunk's batch."""
-        enabled = np.array([c.enabled for c in self.configs])
-        k = np.array(
-            [c.k_at(b) for c, b in zip(self.configs, batch, strict=True)],
-            np.int64,
-        )
+        if self._k_rows is None:
+            self._k_rows = _KRows.of(self.configs)
+        enabled, k = self._k_rows.enabled, self._k_rows.k_at(batch)
         perf = self.spec.perf
         spec = perf.step_seconds(self.spec.family, batch, k, kv)
         off = perf.step_seconds(None, batch, 0, kv)
         return np.where(enabled, spec, off), np.where(enabled, k, 0)
 
-    def _decode(self, occupancy: FloatArray, frac: FloatArray, prefill_s: FloatArray, z: FloatArray) -> _Decode:
-        """Tokens each slot generates this chunk when the replicas' batches hold `occupancy` of the chunk."""
-        s, dt = self.slots, self.spec.dt
-        step, k = self._step_times(occupancy.sum(axis=1), (occupancy * s.ctx).sum(axis=1))
-        steps = ((dt - prefill_s) / step)[:, None] * frac
-        # Accepted drafts over `steps` verify rounds: sum of per-step draws, normal approximation.
-        rows, cols = np.indices(s.req.shape, sparse=True)
-        mean = s.mean_by_k[rows, cols, k[:, None]]
-        var = np.maximum(s.square_by_k[rows, cols, k[:, None]] - mean**2, 0.0)
-        accepted = np.clip(steps * mean + np.sqrt(steps * var) * z, 0.0, steps * k[:, None])
+    def _decode(
+        self, occupancy: FloatArray, frac: FloatArray, prefill_s: FloatArray, z: FloatArray, prior: _Decode | None
+    ) -> _Decode:
+        """Tokens each sequence generates this chunk when the batches hold `occupancy` of the chunk."""
+        s, dt = self.running, self.spec.dt
+        step, k = self._step_times(self._per_pod(occupancy), self._per_pod(occupancy * s.ctx))
+        steps = ((dt - prefill_s) / step)[s.pod] * frac
+        k_each = k[s.pod]
+        if prior is not None and np.array_equal(prior.k, k):
+            mean, var = prior.mean, prior.var  # the same k as the first pass: the same chain moments
+        else:
+            # Accepted drafts over `steps` verify rounds: sum of per-step draws, normal approximation.
+            mean = self.chains.mean_by_k[s.req, k_each]
+            var = np.maximum(self.chains.square_by_k[s.req, k_each] - mean**2, 0.0)
+        accepted = np.clip(steps * mean + np.sqrt(steps * var) * z, 0.0, steps * k_each)
         tokens = steps + accepted
-        done = (s.req >= 0) & (tokens >= s.remaining)
+        done = tokens >= s.remaining
         share = np.where(done, s.remaining / np.maximum(tokens, 1e-12), 1.0)
-        return _Decode(step, k, steps, mean, accepted, tokens, done, share)
+        return _Decode(step, k, steps, mean, var, accepted, tokens, done, share)
 
     def _chunk(self, t: float) -> None:
-        prefill, new_r, new_c = self._admit(t)  # first: admission may widen the slot arrays
-        spec, s, dt = self.spec, self.slots, self.spec.dt
-        active = s.req >= 0
-        frac = np.where(active, s.frac, 0.0)
+        prefill, new = self._admit(t)
+        spec, s, dt = self.spec, self.running, self.spec.dt
+        frac = s.frac
         # Prompt work beyond 90 % of a chunk waits for the next (chunked prefill shares steps with decode).
         self.prefill_backlog += prefill * spec.perf.target.per_token_s
         prefill_s = np.minimum(self.prefill_backlog, 0.9 * dt)
         self.prefill_backlog -= prefill_s
         for group, seconds in enumerate(np.bincount(self.group_of, weights=prefill_s, minlength=len(self.results))):
             self.results[group].prefill_seconds += float(seconds)
-        z = self.rng.standard_normal(frac.shape)
+        z = self.rng.standard_normal(len(s.req))
         # Two passes: the second sizes each batch by the time its members were really in it (the ones that
         # finish mid-chunk leave early), so the step time does not depend on the chunk length.
-        first = self._decode(np.minimum(frac, 1.0), frac, prefill_s, z)
-        d = self._decode(np.minimum(frac, 1.0) * first.share, frac, prefill_s, z)
-        if len(new_r):
-            self._first_tokens(t, new_r, new_c, d.step)
+        first = self._decode(np.minimum(frac, 1.0), frac, prefill_s, z, None)
+        d = self._decode(np.minimum(frac, 1.0) * first.share, frac, prefill_s, z, first)
+        if len(new):
+            self._first_tokens(t, new, d.step)
         generated = np.minimum(d.tokens, s.remaining)
         self._count(d.steps * d.share, d.accepted * d.share, d.mean, d.k, d.step, generated, prefill)
         self._finish(t, d.done, d.share, frac)
-        s.remaining = np.where(active & ~d.done, s.remaining - d.tokens, s.remaining)
-        s.ctx = np.where(active, s.ctx + d.tokens, s.ctx)
-        s.frac[:] = 1.0
+        s.remaining = s.remaining - d.tokens
+        s.ctx = s.ctx + d.tokens
+        s.frac = np.ones(len(s.req))
+        self.running = s.kept(~d.done)
 
-    def _first_tokens(self, t: float, new_r: IntArray, new_c: IntArray, step: FloatArray) -> None:
+    def _first_tokens(self, t: float, new: IntArray, step: FloatArray) -> None:
         """First token of each admitted request: its start, its own prompt, one engine step."""
-        s = self.slots
-        req = s.req[new_r, new_c]
+        s = self.running
+        pods, req = s.pod[new], s.req[new]
         own_prefill = self.req.prompt[req] * self.spec.perf.target.per_token_s
-        first = t + (1 - s.frac[new_r, new_c]) * self.spec.dt + step[new_r] + own_prefill
-        s.first_token[new_r, new_c] = first
+        first = t + (1 - s.frac[new]) * self.spec.dt + step[pods] + own_prefill
+        s.first_token[new] = first
         ttft = first - self.req.arrival[req]
-        self._write(new_r, req, "ttft", ttft)
-        self.counters.observe(TTFT, new_r, ttft)
+        self._write(pods, req, "ttft", ttft)
+        self.counters.observe(TTFT, pods, ttft)
 
     def _gauges(self) -> None:
-        s, gauges = self.slots, self.counters.values
-        running = s.req >= 0
-        gauges["running"][:] = running.sum(axis=1)
-        gauges["waiting"][:] = [len(q) for q in self.queues]
-        kv_used = np.where(running, s.ctx, 0.0).sum(axis=1)
-        gauges["kv_usage"][:] = np.minimum(kv_used / self.spec.perf.kv_capacity_tokens, 1.0)
+        gauges = self.counters.values
+        gauges["running"][:] = self._per_pod()
+        gauges["waiting"][:] = self.queues.length
+        gauges["kv_usage"][:] = np.minimum(self._per_pod(self.running.ctx) / self.spec.perf.kv_capacity_tokens, 1.0)
 
     def _count(
         self,
@@ -406,19 +450,23 @@ class FleetSimulation:
         prefill: FloatArray,
     ) -> None:
         """Advance every pod's counters; per-position counts split the drawn total by the chains' means."""
-        c = self.counters.values
-        rounds = steps.sum(axis=1)
+        c, s = self.counters.values, self.running
+        rounds = self._per_pod(steps)
         drafting = k > 0  # spec counters move only on steps that drafted (vLLM skips them at k=0)
-        accepted_total = accepted.sum(axis=1)
-        c["generation_tokens"] += generated.sum(axis=1)
+        accepted_total = self._per_pod(accepted)
+        c["generation_tokens"] += self._per_pod(generated)
         c["prompt_tokens"] += prefill
         c["drafts"] += np.where(drafting, rounds, 0.0)
         c["draft_tokens"] += rounds * k
         c["accepted"] += accepted_total
-        expected_total = np.maximum((steps * mean).sum(axis=1), 1e-12)
+        expected_total = np.maximum(self._per_pod(steps * mean), 1e-12)
         scale = np.where(drafting, accepted_total / expected_total, 0.0)
         drafted = np.arange(MAX_POSITIONS)[None, :] < k[:, None]
-        self.counters.per_pos += np.einsum("rs,rsp->rp", steps, self.slots.chain) * drafted * scale[:, None]
+        chain = self.chains.chain[s.req]
+        by_position = np.zeros((self.pods, MAX_POSITIONS))
+        for position in range(int(k.max(initial=0))):  # per pod: sum over its sequences of steps x a_i
+            by_position[:, position] = self._per_pod(steps * chain[:, position])
+        self.counters.per_pos += by_position * drafted * scale[:, None]
         self.counters.observe(ITL, np.arange(self.pods), step, rounds)
 
     def _write(self, rows: IntArray, req: IntArray, name: str, values: FloatArray) -> None:
@@ -426,35 +474,34 @@ class FleetSimulation:
         self.outcomes[name][self.group_of[rows], req] = values
 
     def _finish(self, t: float, done: NDArray[np.bool_], share: FloatArray, frac: FloatArray) -> None:
-        s, dt = self.slots, self.spec.dt
-        r_idx, c_idx = np.nonzero(done)
-        if not len(r_idx):
+        s, dt = self.running, self.spec.dt
+        pods, req = s.pod[done], s.req[done]
+        finish = t + dt - frac[done] * dt * (1 - share[done])
+        self.freed_pod, self.freed_at = pods, finish
+        if not len(req):
             return
-        req = s.req[r_idx, c_idx]
-        finish = t + dt - frac[r_idx, c_idx] * dt * (1 - share[r_idx, c_idx])
-        s.free_at[r_idx, c_idx] = finish
-        tpot = (finish - s.first_token[r_idx, c_idx]) / np.maximum(self.req.output[req] - 1, 1)
+        tpot = (finish - s.first_token[done]) / np.maximum(self.req.output[req] - 1, 1)
         e2e = finish - self.req.arrival[req]
         for name, values in (("finish", finish), ("tpot", tpot), ("e2e", e2e)):
-            self._write(r_idx, req, name, values)
-        self.counters.values["success"] += np.bincount(r_idx, minlength=self.pods)
-        self.counters.observe(TPOT, r_idx, tpot)
-        self.counters.observe(E2E, r_idx, e2e)
-        s.req[r_idx, c_idx] = -1
+            self._write(pods, req, name, values)
+        self.counters.values["success"] += np.bincount(pods, minlength=self.pods)
+        self.counters.observe(TPOT, pods, tpot)
+        self.counters.observe(E2E, pods, e2e)
 
     # ------------------------------------------------------------------ the run
 
     def _arrivals(self, t_end: float) -> None:
         hi = int(np.searchsorted(self.req.arrival, t_end, side="left"))
         if hi > self.next_arrival:
-            for group in range(len(self.results)):
-                self._route(np.arange(self.next_arrival, hi), group)
+            n, groups = hi - self.next_arrival, len(self.results)
+            pods = np.concatenate([self._destinations(n, group) for group in range(groups)])
+            self.queues.push(pods, np.tile(np.arange(self.next_arrival, hi), groups))
             self.next_arrival = hi
 
     def _control(self, now: float, since: float, arrived_before: int, group: int) -> None:
         pods = self._group(group)
         ready = [not self._out(r) for r in pods]
-        wanted = self.controllers[group].observe(now, [self.pod(r) for r in pods], ready, self.targets[group])
+        wanted = self.controllers[group].observe(now, _Scrapes(self.pod, pods), ready, self.targets[group])
         result = self.results[group]
         if wanted != self.targets[group]:
             if all(self.live(r, wanted) for r in pods if r != self.restarting[group]):
@@ -462,9 +509,16 @@ class FleetSimulation:
             else:
                 result.restarts += 1
             self.targets[group] = wanted
-        running = float((self.slots.req[pods.start : pods.stop] >= 0).sum()) / max(self.spec.replicas, 1)
+        running = float(self._per_pod()[pods.start : pods.stop].sum()) / max(self.spec.replicas, 1)
         qps = (self.next_arrival - arrived_before) / max(now - since, 1e-9)
         result.timeline.append(TimelinePoint(now, label(wanted), qps, running, sum(ready)))
+
+    def _count_config_seconds(self) -> None:
+        out = self._out_mask()
+        for r, config in enumerate(self.configs):
+            seconds = self.results[int(self.group_of[r])].config_seconds
+            name = RESTARTING if out[r] else self._labels.setdefault(config, label(config))
+            seconds[name] = seconds.get(name, 0.0) + self.spec.dt
 
     def run(self, duration: float, progress: ProgressFn | None = None) -> RunResult:
         """Simulate `duration` seconds; every fleet's run is in `results`, the first one is returned."""
@@ -479,10 +533,7 @@ class FleetSimulation:
                 self._roll(t, group)
             self._arrivals(t + spec.dt)
             self._chunk(t)
-            for r, config in enumerate(self.configs):
-                seconds = self.results[int(self.group_of[r])].config_seconds
-                name = RESTARTING if self._out(r) else label(config)
-                seconds[name] = seconds.get(name, 0.0) + spec.dt
+            self._count_config_seconds()
             if (i + 1) % per_interval == 0:
                 for group in groups:
                     self._control(t + spec.dt, since, arrived_before, group)
