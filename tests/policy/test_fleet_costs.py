@@ -3,6 +3,7 @@ table, the price of a rollout at the load it happens in, and rollouts whose Read
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -82,6 +83,17 @@ def test_a_table_at_its_zero_row_is_not_thin_evidence() -> None:
     assert decision.action == Action.DISABLE
 
 
+def test_three_pods_cannot_carry_what_four_carry_near_their_top_throughput() -> None:
+    """k=3 on 8B at 64 sequences per pod serves about 5.7k tokens/s; three pods would each need 7.6k, above
+    what any batch gives (7.5k at 400): the rollout batch has no fixed point, however many steps are taken."""
+    predictor = Predictor(COST_8B_H100, POOR, Calibration())
+    k3 = SpecConfig(enabled=True, k=3)
+    peak = max(b / predictor.tpot(k3, b) for b in range(1, int(predictor.batch_limit(64)) + 1))
+    assert 64 / predictor.tpot(k3, 64) * 4 / 3 > peak
+    assert predictor.rollout_batch(k3, 64, 4) == math.inf
+    assert 48 < predictor.rollout_batch(k3, 48, 4) < predictor.batch_limit(48)
+
+
 def test_a_rollout_costs_more_near_saturation() -> None:
     predictor = Predictor(COST_8B_H100, POOR, Calibration())
     k1 = SpecConfig(enabled=True, k=1)
@@ -98,7 +110,7 @@ def _at_k3(ctx: Context) -> PolicyState:
 def test_the_switching_cost_defers_a_change_to_quieter_load() -> None:
     """Without a surge pod the same retune passes the switching-cost test at low load and waits at high load."""
     ctx = make_context(dwell_seconds=0, min_k=1, max_k=1, surge=False)
-    busy = decide(0.0, make_signals(64), _at_k3(ctx), ctx)  # busy, but 3 of 4 pods still carry it
+    busy = decide(0.0, make_signals(56), _at_k3(ctx), ctx)  # busy, but 3 of 4 pods still carry it
     assert busy.code == Reason.SWITCHING_COST
     quiet = decide(0.0, make_signals(8), _at_k3(ctx), ctx)
     assert quiet.action == Action.SET_K
@@ -121,7 +133,7 @@ def test_without_a_surge_pod_no_restart_the_others_cannot_carry() -> None:
     held = decide(0.0, full, _at_k3(ctx), ctx)
     assert held.code == Reason.CAPACITY
     assert "3 of 4 replicas cannot carry" in held.reason
-    assert "the KV cache holds 111" in held.reason
+    assert "more sequences than the 111 its KV cache holds" in held.reason
     assert held.wants == "set-k to k=1"
     roomy = decide(0.0, make_signals(32, kv_cache_usage=0.1), _at_k3(ctx), ctx)
     assert roomy.action == Action.SET_K
@@ -217,3 +229,15 @@ def test_a_model_that_does_not_fit_its_gpus_is_still_judged() -> None:
     ctx = replace(make_context(dwell_seconds=0), cost=big, method="ngram")
     decision = decide(0.0, make_signals(40, kv_cache_usage=0.4), initial_state(ctx), ctx)
     assert decision.inputs["speedupCurrent"] is not None
+
+
+def test_a_fleet_already_queueing_is_not_held_for_capacity() -> None:
+    """Every replica has requests waiting as the fleet runs: holding keeps a queue that grows while the load
+    lasts. The change, which serves more at a full cache, goes ahead."""
+    ctx = make_context(dwell_seconds=0, min_k=1, max_k=1, surge=False, restart_cost_seconds=0)
+    queueing = make_signals(100, kv_cache_usage=0.9, waiting_requests=4 * 30.0)
+    released = decide(0.0, queueing, _at_k3(ctx), ctx)
+    assert released.action == Action.SET_K
+    assert released.inputs["queued"] == 30.0
+    barely = decide(0.0, make_signals(100, kv_cache_usage=0.9, waiting_requests=2.0), _at_k3(ctx), ctx)
+    assert barely.code == Reason.CAPACITY  # half a request per replica: not a queue

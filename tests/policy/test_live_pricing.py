@@ -107,3 +107,26 @@ def test_constant_signals_change_the_table_once_and_never_restart() -> None:
     assert [d.action for d in changes] == [Action.SET_SCHEDULE]
     assert all(d.live for d in changes)
     assert decisions[-1].state.restarts == ()
+
+
+def test_a_table_the_fit_has_outgrown_is_replaced_live_for_a_gain_at_the_running_load() -> None:
+    """Acceptance has not moved since the table was rendered, but the table no longer is what the fit renders:
+    it is replaced live when that pays at the load running now, and kept when it would pay only elsewhere."""
+    ctx = make_context(data_parallel_size=1, **DEAR)
+    signals = make_signals(8, acceptance_by_position=BETTER)
+    rendered = decide(0.0, signals, initial_state(ctx), ctx).state
+    assert rendered.current.schedule is not None
+    # k=1 at every load: far below what the fit gives at 8 sequences.
+    stale = replace(rendered, current=replace(rendered.current, schedule=((8, 1), (512, 1))))
+    decision = decide(30.0, signals, stale, ctx)
+    assert (decision.action, decision.code) == (Action.SET_SCHEDULE, Reason.GAIN)
+    assert decision.live
+    assert decision.reason.startswith("the cost fit moved")
+    assert decision.target == rendered.current
+    # The same table except far above the running load: no gain at B̂, so no change.
+    rows = rendered.current.schedule
+    elsewhere = replace(rendered, current=replace(rendered.current, schedule=(*rows[:-1], (rows[-1][0], 0))))
+    assert elsewhere.current != rendered.current
+    assert rows[-2][0] >= 8  # the row changed starts above the running load
+    kept = decide(30.0, signals, elsewhere, ctx)
+    assert (kept.action, kept.code) == (Action.HOLD, Reason.STEADY)

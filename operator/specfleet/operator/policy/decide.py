@@ -16,7 +16,7 @@ from specfleet.operator.policy.acceptance import collapse_floor
 from specfleet.operator.policy.belief import speedup_belief
 from specfleet.operator.policy.context import Context
 from specfleet.operator.policy.decision import Action, Decision, Inputs, Reason
-from specfleet.operator.policy.gates import gate
+from specfleet.operator.policy.gates import LIVE_MIN_GAIN, gate
 from specfleet.operator.policy.observe import Observation, learn
 from specfleet.operator.policy.proposal import Kind, Proposal, hold, is_live, relative_gain
 from specfleet.operator.policy.schedule import BATCH_GRID, drifted
@@ -138,9 +138,9 @@ def _retune(state: PolicyState, obs: Observation, ctx: Context, k_best: int, at:
     current, predictor = state.current, obs.predictor
     assert obs.forecast is not None
     if ctx.table_supported:
-        if current.schedule is not None and not drifted(state.table_curve, predictor.curve):
-            return hold(Reason.STEADY, f"{at}: table current", current)
         target = ctx.enabled_config(predictor, k_best)
+        if current.schedule is not None and not drifted(state.table_curve, predictor.curve):
+            return _refit_table(current, target, obs, ctx, at)
         # A new table costs a restart only when the pods run none yet; live, it may as well be right at loads
         # the forecast does not reach yet, since the engine picks the row of its running batch every step.
         live = is_live(current, target, ctx.live_tables)
@@ -159,6 +159,20 @@ def _retune(state: PolicyState, obs: Observation, ctx: Context, k_best: int, at:
     if target == current:
         return hold(Reason.STEADY, f"{at}: {current.describe()} is best", current)
     return Proposal(action, code, reason, target, gain=gain)
+
+
+def _refit_table(current: SpecConfig, target: SpecConfig, obs: Observation, ctx: Context, at: str) -> Proposal:
+    """Acceptance has not moved, but the cost fit may have since the table was rendered (past the knee it
+    learns what verification really costs). A table rendered from the fit replaces the running one live, and
+    only for a gain at the load running now: priced there alone, a change at loads never seen cannot flap."""
+    assert obs.forecast is not None
+    if target == current or not is_live(current, target, ctx.live_tables):
+        return hold(Reason.STEADY, f"{at}: table current", current)
+    b = obs.forecast
+    gain = relative_gain(obs.predictor.config_speedup(current, b), obs.predictor.config_speedup(target, b))
+    if gain < LIVE_MIN_GAIN:
+        return hold(Reason.STEADY, f"{at}: table current ({gain:+.1%} for the table the fit renders)", current)
+    return Proposal(Action.SET_SCHEDULE, Reason.GAIN, f"the cost fit moved; {at}", target, gain=gain)
 
 
 def _commit(

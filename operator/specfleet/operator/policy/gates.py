@@ -15,6 +15,7 @@ threshold, the hysteresis that keeps it from flapping); no dwell, switching cost
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from specfleet.operator.policy.context import Context
@@ -23,6 +24,8 @@ from specfleet.operator.policy.observe import Observation
 from specfleet.operator.policy.proposal import Kind, Proposal, is_live
 from specfleet.operator.policy.state import Pending, PolicyState
 
+# Requests waiting per replica (window mean) from which a fleet is taken to be queueing: not carrying its load.
+SATURATED_QUEUE = 1.0
 # Smallest predicted relative gain a live table change must promise (fleet-wide TPOT over the forecast load).
 LIVE_MIN_GAIN = 0.01
 
@@ -87,7 +90,7 @@ def _tune_gates(
     held = now - state.pending.since
     if held < policy.dwell_seconds:
         return _blocked(proposal, Reason.DWELL, f"held {held:.0f}/{policy.dwell_seconds} s"), state
-    short = _short_of_capacity(state, obs, ctx)
+    short = _short_of_capacity(proposal, state, obs, ctx)
     if short:
         return _blocked(proposal, Reason.CAPACITY, short), state
     earned, cost = _switching(proposal, state, obs, ctx)
@@ -102,20 +105,29 @@ def _tune_gates(
     return proposal, state
 
 
-def _short_of_capacity(state: PolicyState, obs: Observation, ctx: Context) -> str | None:
+def _queueing_now(proposal: Proposal, state: PolicyState, obs: Observation) -> bool:
+    """Whether the fleet already queues as it runs, on every replica, while the change would serve more at a
+    full KV cache: holding keeps a queue that grows for as long as the load lasts, and the change is the way
+    out (a rollout lengthens the queue for its duration; the change then drains it)."""
+    if obs.queued is None or obs.queued < SATURATED_QUEUE:
+        return False
+    limit = obs.predictor.batch_limit(obs.forecast or 1.0)
+    return obs.predictor.tpot(proposal.target, limit) < obs.predictor.tpot(state.current, limit)
+
+
+def _short_of_capacity(proposal: Proposal, state: PolicyState, obs: Observation, ctx: Context) -> str | None:
     """Why the replicas left in service could not carry the forecast load during a rollout without a surge
     pod, or None. Past the KV cache's limit the excess queues for the whole rollout and long after it: no
     gain in TPOT pays for that, so such a change waits for the load to fall."""
     replicas = max(ctx.fleet.replicas, 1)
-    if ctx.surge or obs.forecast is None:
+    if ctx.surge or obs.forecast is None or _queueing_now(proposal, state, obs):
         return None
-    settled = obs.predictor.rollout_batch(state.current, obs.forecast, replicas)
+    if math.isfinite(obs.predictor.rollout_batch(state.current, obs.forecast, replicas)):
+        return None
     limit = obs.predictor.batch_limit(obs.forecast)
-    if settled <= limit:
-        return None
     return (
-        f"{replicas - 1} of {replicas} replicas cannot carry B̂={obs.forecast:.0f} while one restarts: they would "
-        f"need {settled:.0f} sequences each, the KV cache holds {limit:.0f} (spec.rollout.maxSurge 0)"
+        f"{replicas - 1} of {replicas} replicas cannot carry B̂={obs.forecast:.0f} while one restarts: each would "
+        f"need more sequences than the {limit:.0f} its KV cache holds (spec.rollout.maxSurge 0)"
     )
 
 

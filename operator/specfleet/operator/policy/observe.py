@@ -37,6 +37,7 @@ class Observation:
     samples: int
     pods: int
     predictor: Predictor
+    queued: float | None = None  # requests waiting per replica (mean over the window): the load not carried
 
     def inputs(self, ctx: Context, state: PolicyState, now: float) -> Inputs:
         values: Inputs = {
@@ -46,6 +47,7 @@ class Observation:
             "rolloutForecast": self.rollout_forecast,
             "acceptanceLength": self.length,
             "tpot": self.tpot,
+            "queued": self.queued,
             "samples": self.samples,
             "pods": self.pods,
             "contextTokens": self.predictor.cost.context_tokens,
@@ -186,4 +188,11 @@ def _observation(
         samples=(signals.samples or 0) if signals is not None else 0,
         pods=signals.pods if signals is not None and signals.pods is not None else ctx.fleet.ready_replicas,
         predictor=Predictor(cost, curve, state.calibration),
+        queued=_queued(signals),
     )
+
+
+def _queued(signals: Signals | None) -> float | None:
+    if signals is None or signals.waiting_requests is None or not signals.pods:
+        return None
+    return signals.waiting_requests / signals.pods

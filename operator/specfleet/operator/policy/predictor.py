@@ -13,8 +13,6 @@ from specfleet.operator.policy.state import SpecConfig
 
 # Loads the guarded speed-up is judged at: 1 to 4096 sequences, 2^(1/4) (≈19 %) apart.
 LOAD_GRID = tuple(2 ** (i / 4) for i in range(49))
-# Fixed-point steps for the batch a rolling restart settles at (converges in a few away from saturation).
-ROLLOUT_ITERATIONS = 20
 # Fixed-point steps and relative tolerance for the batch a configuration settles at under a given throughput.
 SETTLE_ITERATIONS = 60
 SETTLE_TOLERANCE = 1e-3
@@ -86,17 +84,14 @@ class Predictor:
         return self.tpot(config, min(settled, self.batch_limit(batch))) / self.tpot(config, batch) - 1.0
 
     def rollout_batch(self, config: SpecConfig, batch: float, replicas: int) -> float:
-        """The batch per pod in service while one of `replicas` restarts, uncapped: past `batch_limit` the
-        KV cache cannot hold it, and the excess queues for as long as the rollout lasts."""
+        """The batch each pod in service settles at while one of `replicas` restarts: they carry the whole
+        fleet's throughput (Little's law, `settled_batch`). Infinite past what the KV cache holds: the excess
+        queues for as long as the rollout lasts."""
         if replicas <= 1:
             return math.inf
-        base = self.tpot(config, batch)
-        limit = self.batch_limit(batch)
-        load = max(batch, 1.0) * replicas / (replicas - 1)
-        settled = min(load, limit)
-        for _ in range(ROLLOUT_ITERATIONS):
-            settled = load * self.tpot(config, min(settled, limit)) / base
-        return settled
+        b = max(batch, 1.0)
+        throughput = b * replicas / (replicas - 1) / self.tpot(config, b)
+        return self.settled_batch(config, throughput, self.batch_limit(b))
 
     def settled_batch(self, config: SpecConfig, throughput: float, limit: float) -> float:
         """The batch per pod at which `config` serves `throughput` tokens/s per pod: by Little's law the batch
