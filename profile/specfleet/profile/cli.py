@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -148,12 +149,25 @@ async def _sweep(
 ) -> None:
     """Run the points in order, appending each to `report.points` as soon as it is measured; live tables
     changed on the way are put back as they were, even when the sweep fails or is interrupted."""
+    interrupted = asyncio.Event()
+    task = asyncio.current_task()
+
+    def on_interrupt() -> None:
+        # A cancellation alone can be lost: a client timeout in flight may turn it into a TimeoutError,
+        # which a request counts as failed. The flag ends the sweep after the point in any case.
+        interrupted.set()
+        if task is not None:
+            task.cancel()
+
+    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, on_interrupt)
     async with aiohttp.ClientSession() as session:
         saved: dict[str, tuple[LiveTable, list[list[int]]]] = {}
         try:
-            await _run_points(session, points, requests, options, report, saved)
+            await _run_points(session, points, requests, options, report, saved, interrupted)
         except BaseException:
             await _restore(saved, failing=True)
+            if interrupted.is_set():
+                raise KeyboardInterrupt from None
             raise
         await _restore(saved, failing=False)
 
@@ -176,6 +190,7 @@ async def _run_points(
     options: _Options,
     report: ProfileReport,
     saved: dict[str, tuple[LiveTable, list[list[int]]]],
+    interrupted: asyncio.Event,
 ) -> None:
     current: Configuration | None = None
     model = ""
@@ -194,6 +209,8 @@ async def _run_points(
         result = point_result(point, timings, before, after)
         report.points.append(result)
         _progress_done(label, result)
+        if interrupted.is_set():
+            raise KeyboardInterrupt
 
 
 async def _set_k(
