@@ -325,17 +325,21 @@ class FleetSimulation:
 
     def _per_pod(self, values: FloatArray | None = None) -> FloatArray:
         """Sum over each pod's running sequences (their count without values)."""
-        return np.bincount(self.running.pod, weights=values, minlength=self.pods).astype(float)
+        return self._per_pod_of(self.running.pod, values)
+
+    def _per_pod_of(self, pods: IntArray, values: FloatArray | None = None) -> FloatArray:
+        """Sum of `values` (or the count) over entries, by the pod each entry is on."""
+        return np.bincount(pods, weights=values, minlength=self.pods).astype(float)
 
     def _admit(self, t: float) -> tuple[FloatArray, IntArray]:
         """Fill each in-service pod's batch from its queue: prefill tokens per pod, the new entries' indices."""
-        prefill, dt = np.zeros(self.pods), self.spec.dt
+        dt = self.spec.dt
         running = self._per_pod().astype(np.int64)
         room = self.spec.perf.kv_capacity_tokens - self._per_pod(self.running.ctx)
         limit = np.where(self._out_mask(), 0, np.minimum(self.queues.length, self.spec.max_batch - running))
         n = self.queues.admissible(room, limit, self.admission_cost)
         if not n.any():
-            return prefill, np.zeros(0, np.int64)
+            return np.zeros(self.pods), np.zeros(0, np.int64)
         pods, req = self.queues.pop(n)
         # A request starts when both it and a place in the batch are there: the j-th admitted on a pod takes
         # the unused time of the j-th sequence that finished there last chunk (frac > 1), so chunking does not
@@ -352,8 +356,7 @@ class FleetSimulation:
         output, prompt = self.req.output[req].astype(float), self.req.prompt[req].astype(float)
         admitted = _Running(pods, req, output, prompt, (t + dt - start) / dt, np.zeros(len(req)))
         self.running = self.running.joined(admitted)
-        np.add.at(prefill, pods, self.req.prompt[req])
-        return prefill, np.arange(first, len(self.running.req))
+        return self._per_pod_of(pods, prompt), np.arange(first, len(self.running.req))
 
     def _draw_chains(self, req: IntArray) -> FloatArray:
         chains = np.zeros((len(req), MAX_POSITIONS))
@@ -484,7 +487,7 @@ class FleetSimulation:
         e2e = finish - self.req.arrival[req]
         for name, values in (("finish", finish), ("tpot", tpot), ("e2e", e2e)):
             self._write(pods, req, name, values)
-        self.counters.values["success"] += np.bincount(pods, minlength=self.pods)
+        self.counters.values["success"] += self._per_pod_of(pods)
         self.counters.observe(TPOT, pods, tpot)
         self.counters.observe(E2E, pods, e2e)
 
@@ -513,11 +516,17 @@ class FleetSimulation:
         qps = (self.next_arrival - arrived_before) / max(now - since, 1e-9)
         result.timeline.append(TimelinePoint(now, label(wanted), qps, running, sum(ready)))
 
+    def _label(self, config: SpecConfig) -> str:
+        """`label(config)`, formatted once per config rather than once per pod and chunk."""
+        if config not in self._labels:
+            self._labels[config] = label(config)
+        return self._labels[config]
+
     def _count_config_seconds(self) -> None:
         out = self._out_mask()
         for r, config in enumerate(self.configs):
             seconds = self.results[int(self.group_of[r])].config_seconds
-            name = RESTARTING if out[r] else self._labels.setdefault(config, label(config))
+            name = RESTARTING if out[r] else self._label(config)
             seconds[name] = seconds.get(name, 0.0) + self.spec.dt
 
     def run(self, duration: float, progress: ProgressFn | None = None) -> RunResult:
