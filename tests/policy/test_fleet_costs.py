@@ -241,3 +241,33 @@ def test_a_fleet_already_queueing_is_not_held_for_capacity() -> None:
     assert released.inputs["queued"] == 30.0
     barely = decide(0.0, make_signals(100, kv_cache_usage=0.9, waiting_requests=2.0), _at_k3(ctx), ctx)
     assert barely.code == Reason.CAPACITY  # half a request per replica: not a queue
+
+
+def _queued_poor(waiting: float) -> Signals:
+    return make_signals(
+        300, kv_cache_usage=0.95, waiting_requests=waiting, acceptance_by_position=list(POOR[:3]),
+        acceptance_length=1 + sum(POOR[:3]),
+    )  # fmt: skip
+
+
+def test_peaks_that_twice_force_a_restart_to_off_keep_the_fleet_off_for_the_day() -> None:
+    """Without a surge pod, a disable let through because the fleet already queued is a forced restart at a
+    peak. Two in a day hold every enable until the older is a day old; one, or a surge pod, holds none."""
+    ctx = make_context(dwell_seconds=0, surge=False, restart_cost_seconds=0)
+    forced = decide(0.0, _queued_poor(4 * 30.0), _at_k1(ctx), ctx)
+    assert forced.action == Action.DISABLE
+    assert forced.state.saturated_peaks == (0.0,)
+    calm = decide(0.0, _queued_poor(0.0), _at_k1(replace(ctx, surge=True)), replace(ctx, surge=True))
+    assert calm.action == Action.DISABLE
+    assert calm.state.saturated_peaks == ()
+    off = replace(forced.state, verification=None, saturated_peaks=(0.0, 7200.0))
+    quiet = make_signals(2, enabled=False)
+    held = decide(9000.0, quiet, off, ctx)
+    assert held.code == Reason.CAPACITY
+    assert (held.wants or "").startswith("enable to")
+    assert "2 peaks in the last day, about 120 min apart" in held.reason
+    assert "waits 1290 min more" in held.reason
+    assert PolicyState.from_dict(off.to_dict()).saturated_peaks == (0.0, 7200.0)
+    assert decide(86_401.0, quiet, off, ctx).action == Action.ENABLE
+    assert decide(9000.0, quiet, replace(off, saturated_peaks=(7200.0,)), ctx).action == Action.ENABLE
+    assert decide(9000.0, quiet, off, replace(ctx, surge=True)).action == Action.ENABLE

@@ -22,10 +22,12 @@ from specfleet.operator.policy.context import Context
 from specfleet.operator.policy.decision import Action, Reason
 from specfleet.operator.policy.observe import Observation
 from specfleet.operator.policy.proposal import Kind, Proposal, is_live
-from specfleet.operator.policy.state import Pending, PolicyState
+from specfleet.operator.policy.state import DAY_S, Pending, PolicyState
 
 # Requests waiting per replica (window mean) from which a fleet is taken to be queueing: not carrying its load.
 SATURATED_QUEUE = 1.0
+# Forced restarts to off at saturated peaks, within a day, from which the peaks count as recurring.
+RECURRING_PEAKS = 2
 # Smallest predicted relative gain a live table change must promise (fleet-wide TPOT over the forecast load).
 LIVE_MIN_GAIN = 0.01
 
@@ -84,6 +86,9 @@ def _tune_gates(
     blocked, state = _evidence_gates(proposal, state, obs, ctx)
     if blocked is not None:
         return blocked, state
+    recurring = _recurring_peaks(now, proposal, state, ctx)
+    if recurring:
+        return _blocked(proposal, Reason.CAPACITY, recurring), replace(state, pending=None)
     pending = state.pending if state.pending and state.pending.action == proposal.action else None
     state = replace(state, pending=pending or Pending(str(proposal.action), now))
     assert state.pending is not None
@@ -103,6 +108,31 @@ def _tune_gates(
         detail = f"{since:.0f}/{policy.cooldown_seconds} s since the last change"
         return _blocked(proposal, Reason.COOLDOWN, detail), state
     return proposal, state
+
+
+def _recurring_peaks(now: float, proposal: Proposal, state: PolicyState, ctx: Context) -> str | None:
+    """Why turning speculation on would only lead to the next forced restart, or None. Once peaks have twice
+    in a day forced a rolling restart to off while the fleet queued without a surge pod, speculating between
+    them earns little against the queue the next one's restart builds: the fleet stays off until the older of
+    them is a day old."""
+    if ctx.surge or proposal.action != Action.ENABLE:
+        return None
+    peaks = state.peaks_in_day(now)
+    if len(peaks) < RECURRING_PEAKS:
+        return None
+    period = (peaks[-1] - peaks[0]) / (len(peaks) - 1)
+    free_in = DAY_S - (now - peaks[-RECURRING_PEAKS])
+    return (
+        f"{len(peaks)} peaks in the last day, about {period / 60:.0f} min apart, forced a restart to off while "
+        f"the fleet queued (spec.rollout.maxSurge 0); speculation waits {free_in / 60:.0f} min more"
+    )
+
+
+def forced_at_peak(proposal: Proposal, obs: Observation, ctx: Context) -> bool:
+    """Whether a restart-bound change turns speculation off because it lost at a load the fleet already
+    queued under, without a surge pod: the restart the capacity gate let through as the way out."""
+    queued = obs.queued is not None and obs.queued >= SATURATED_QUEUE
+    return proposal.action == Action.DISABLE and proposal.code == Reason.LOSS and not ctx.surge and queued
 
 
 def _queueing_now(proposal: Proposal, state: PolicyState, obs: Observation) -> bool:

@@ -17,6 +17,7 @@ from specfleet.operator.policy.forecast import Forecast
 # (max batch size, k) rows, ascending; k may be 0 (no drafting at that batch size).
 Schedule = tuple[tuple[int, int], ...]
 HOUR_S = 3600.0
+DAY_S = 24 * HOUR_S
 
 
 @dataclass(frozen=True)
@@ -98,9 +99,14 @@ class PolicyState:
     forecast: Forecast = field(default_factory=Forecast)
     # Seconds one pod took to come back in the last rollout (measured while verifying it).
     restart_seconds: float | None = None
+    # When, in the last day, a peak forced a rolling restart to off while the fleet queued without a surge pod.
+    saturated_peaks: tuple[float, ...] = ()
 
     def restarts_in_hour(self, now: float) -> tuple[float, ...]:
         return tuple(t for t in self.restarts if now - t < HOUR_S)
+
+    def peaks_in_day(self, now: float) -> tuple[float, ...]:
+        return tuple(t for t in self.saturated_peaks if now - t < DAY_S)
 
     def after_change(self, now: float, target: SpecConfig, verification: Verification | None) -> PolicyState:
         """The state once a restart-bound change to `target` has been made at `now`."""
@@ -127,6 +133,7 @@ class PolicyState:
             "calibration": self.calibration.to_dict(),
             "forecast": self.forecast.to_dict(),
             "restartSeconds": self.restart_seconds,
+            "saturatedPeaks": list(self.saturated_peaks),
         }
 
     @classmethod
@@ -147,6 +154,7 @@ class PolicyState:
             calibration=Calibration.from_dict(raw.get("calibration", {})),
             forecast=Forecast.from_dict(raw.get("forecast", {})),
             restart_seconds=_opt_float(raw.get("restartSeconds")),
+            saturated_peaks=tuple(float(t) for t in raw.get("saturatedPeaks", ())),
         )
 
 
