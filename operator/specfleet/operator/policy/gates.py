@@ -131,15 +131,18 @@ def _recurring_peaks(now: float, proposal: Proposal, state: PolicyState, ctx: Co
 def forced_at_peak(proposal: Proposal, obs: Observation, ctx: Context) -> bool:
     """Whether a restart-bound change turns speculation off because it lost at a load the fleet already
     queued under, without a surge pod: the restart the capacity gate let through as the way out."""
-    queued = obs.queued is not None and obs.queued >= SATURATED_QUEUE
-    return proposal.action == Action.DISABLE and proposal.code == Reason.LOSS and not ctx.surge and queued
+    return proposal.action == Action.DISABLE and proposal.code == Reason.LOSS and not ctx.surge and _queues(obs)
+
+
+def _queues(obs: Observation) -> bool:
+    return obs.queued is not None and obs.queued >= SATURATED_QUEUE
 
 
 def _queueing_now(proposal: Proposal, state: PolicyState, obs: Observation) -> bool:
     """Whether the fleet already queues as it runs, on every replica, while the change would serve more at a
     full KV cache: holding keeps a queue that grows for as long as the load lasts, and the change is the way
     out (a rollout lengthens the queue for its duration; the change then drains it)."""
-    if obs.queued is None or obs.queued < SATURATED_QUEUE:
+    if not _queues(obs):
         return False
     limit = obs.predictor.batch_limit(obs.forecast or 1.0)
     return obs.predictor.tpot(proposal.target, limit) < obs.predictor.tpot(state.current, limit)

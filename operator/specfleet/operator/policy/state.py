@@ -103,10 +103,10 @@ class PolicyState:
     saturated_peaks: tuple[float, ...] = ()
 
     def restarts_in_hour(self, now: float) -> tuple[float, ...]:
-        return tuple(t for t in self.restarts if now - t < HOUR_S)
+        return _within(self.restarts, now, HOUR_S)
 
     def peaks_in_day(self, now: float) -> tuple[float, ...]:
-        return tuple(t for t in self.saturated_peaks if now - t < DAY_S)
+        return _within(self.saturated_peaks, now, DAY_S)
 
     def after_change(self, now: float, target: SpecConfig, verification: Verification | None) -> PolicyState:
         """The state once a restart-bound change to `target` has been made at `now`."""
@@ -156,6 +156,10 @@ class PolicyState:
             restart_seconds=_opt_float(raw.get("restartSeconds")),
             saturated_peaks=tuple(float(t) for t in raw.get("saturatedPeaks", ())),
         )
+
+
+def _within(times: tuple[float, ...], now: float, span: float) -> tuple[float, ...]:
+    return tuple(t for t in times if now - t < span)
 
 
 def _opt_float(value: Any) -> float | None:
