@@ -251,23 +251,27 @@ def _queued_poor(waiting: float) -> Signals:
 
 
 def test_peaks_that_twice_force_a_restart_to_off_keep_the_fleet_off_for_the_day() -> None:
-    """Without a surge pod, a disable let through because the fleet already queued is a forced restart at a
-    peak. Two in a day hold every enable until the older is a day old; one, or a surge pod, holds none."""
+    """A restart-bound disable for a loss is a peak that forced speculation off, queued or not, with a surge
+    pod or without. Two in a day hold every enable until the older is a day old; one holds none, and a safety
+    disable (acceptance collapsed) is no peak."""
     ctx = make_context(dwell_seconds=0, surge=False, restart_cost_seconds=0)
     forced = decide(0.0, _queued_poor(4 * 30.0), _at_k1(ctx), ctx)
-    assert forced.action == Action.DISABLE
-    assert forced.state.saturated_peaks == (0.0,)
-    calm = decide(0.0, _queued_poor(0.0), _at_k1(replace(ctx, surge=True)), replace(ctx, surge=True))
-    assert calm.action == Action.DISABLE
-    assert calm.state.saturated_peaks == ()
-    off = replace(forced.state, verification=None, saturated_peaks=(0.0, 7200.0))
+    assert (forced.action, forced.code) == (Action.DISABLE, Reason.LOSS)
+    assert forced.state.peak_disables == (0.0,)
+    surge = replace(ctx, surge=True)
+    calm = decide(0.0, _queued_poor(0.0), _at_k1(surge), surge)
+    assert (calm.action, calm.code, calm.state.peak_disables) == (Action.DISABLE, Reason.LOSS, (0.0,))
+    collapsed = make_signals(4, acceptance_by_position=[0.05], acceptance_length=1.05, draft_acceptance_rate=0.05)
+    safety = decide(0.0, collapsed, _at_k1(ctx), ctx)
+    assert (safety.action, safety.code, safety.state.peak_disables) == (Action.DISABLE, Reason.COLLAPSE, ())
+    off = replace(forced.state, verification=None, peak_disables=(0.0, 7200.0))
     quiet = make_signals(2, enabled=False)
-    held = decide(9000.0, quiet, off, ctx)
-    assert held.code == Reason.CAPACITY
-    assert (held.wants or "").startswith("enable to")
-    assert "2 peaks in the last day, about 120 min apart" in held.reason
-    assert "waits 1290 min more" in held.reason
-    assert PolicyState.from_dict(off.to_dict()).saturated_peaks == (0.0, 7200.0)
+    for fleet in (ctx, surge):
+        held = decide(9000.0, quiet, off, fleet)
+        assert held.code == Reason.RECURRING_PEAKS
+        assert (held.wants or "").startswith("enable to")
+        assert "2 peaks in the last day, about 120 min apart" in held.reason
+        assert "waits 1290 min more" in held.reason
+    assert PolicyState.from_dict(off.to_dict()).peak_disables == (0.0, 7200.0)
     assert decide(86_401.0, quiet, off, ctx).action == Action.ENABLE
-    assert decide(9000.0, quiet, replace(off, saturated_peaks=(7200.0,)), ctx).action == Action.ENABLE
-    assert decide(9000.0, quiet, off, replace(ctx, surge=True)).action == Action.ENABLE
+    assert decide(9000.0, quiet, replace(off, peak_disables=(7200.0,)), ctx).action == Action.ENABLE

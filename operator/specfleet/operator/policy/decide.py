@@ -16,7 +16,7 @@ from specfleet.operator.policy.acceptance import collapse_floor
 from specfleet.operator.policy.belief import speedup_belief
 from specfleet.operator.policy.context import Context
 from specfleet.operator.policy.decision import Action, Decision, Inputs, Reason
-from specfleet.operator.policy.gates import LIVE_MIN_GAIN, forced_at_peak, gate
+from specfleet.operator.policy.gates import LIVE_MIN_GAIN, gate, peak_disable
 from specfleet.operator.policy.observe import Observation, learn
 from specfleet.operator.policy.proposal import Kind, Proposal, hold, is_live, relative_gain
 from specfleet.operator.policy.schedule import BATCH_GRID, drifted
@@ -192,8 +192,8 @@ def _commit(
         verification = None if rollback else Verification(now, obs.predictor.curve, state.calibration)
         state = state.after_change(now, proposal.target, verification)
         state = replace(state, table_curve=obs.predictor.curve if proposal.target.schedule else None)
-        if forced_at_peak(proposal, obs, ctx):
-            state = replace(state, saturated_peaks=(*state.peaks_in_day(now), now))
+        if peak_disable(proposal):
+            state = replace(state, peak_disables=(*state.peaks_in_day(now), now))
     return Decision(
         proposal.action, proposal.code, proposal.reason, proposal.target, applied, inputs, state, live=proposal.live
     )

@@ -39,6 +39,7 @@ class Reason(StrEnum):
     DWELL = "dwell"
     SWITCHING_COST = "switching-cost"
     CAPACITY = "capacity"
+    RECURRING_PEAKS = "recurring-peaks"
     COOLDOWN = "cooldown"
     BUDGET = "budget"
     GAIN = "gain"

@@ -86,9 +86,9 @@ def _tune_gates(
     blocked, state = _evidence_gates(proposal, state, obs, ctx)
     if blocked is not None:
         return blocked, state
-    recurring = _recurring_peaks(now, proposal, state, ctx)
+    recurring = _recurring_peaks(now, proposal, state)
     if recurring:
-        return _blocked(proposal, Reason.CAPACITY, recurring), replace(state, pending=None)
+        return _blocked(proposal, Reason.RECURRING_PEAKS, recurring), replace(state, pending=None)
     pending = state.pending if state.pending and state.pending.action == proposal.action else None
     state = replace(state, pending=pending or Pending(str(proposal.action), now))
     assert state.pending is not None
@@ -110,12 +110,13 @@ def _tune_gates(
     return proposal, state
 
 
-def _recurring_peaks(now: float, proposal: Proposal, state: PolicyState, ctx: Context) -> str | None:
-    """Why turning speculation on would only lead to the next forced restart, or None. Once peaks have twice
-    in a day forced a rolling restart to off while the fleet queued without a surge pod, speculating between
-    them earns little against the queue the next one's restart builds: the fleet stays off until the older of
-    them is a day old."""
-    if ctx.surge or proposal.action != Action.ENABLE:
+def _recurring_peaks(now: float, proposal: Proposal, state: PolicyState) -> str | None:
+    """Why turning speculation on would only lead to the next forced restart, or None. A restart to off for a
+    loss lands after the dwell and the whole rollout, so the fleet speculates well into each peak before it
+    stops; once that has happened twice in a day, the peaks recur faster than the fleet can follow them, and
+    the little speculating earns between them does not pay for speculating into the next one: the fleet stays
+    off until the older of them is a day old. With a surge pod the rollout keeps its capacity, not its delay."""
+    if proposal.action != Action.ENABLE:
         return None
     peaks = state.peaks_in_day(now)
     if len(peaks) < RECURRING_PEAKS:
@@ -123,26 +124,22 @@ def _recurring_peaks(now: float, proposal: Proposal, state: PolicyState, ctx: Co
     period = (peaks[-1] - peaks[0]) / (len(peaks) - 1)
     free_in = DAY_S - (now - peaks[-RECURRING_PEAKS])
     return (
-        f"{len(peaks)} peaks in the last day, about {period / 60:.0f} min apart, forced a restart to off while "
-        f"the fleet queued (spec.rollout.maxSurge 0); speculation waits {free_in / 60:.0f} min more"
+        f"{len(peaks)} peaks in the last day, about {period / 60:.0f} min apart, forced a restart to off for a "
+        f"loss; speculation waits {free_in / 60:.0f} min more"
     )
 
 
-def forced_at_peak(proposal: Proposal, obs: Observation, ctx: Context) -> bool:
-    """Whether a restart-bound change turns speculation off because it lost at a load the fleet already
-    queued under, without a surge pod: the restart the capacity gate let through as the way out."""
-    return proposal.action == Action.DISABLE and proposal.code == Reason.LOSS and not ctx.surge and _queues(obs)
-
-
-def _queues(obs: Observation) -> bool:
-    return obs.queued is not None and obs.queued >= SATURATED_QUEUE
+def peak_disable(proposal: Proposal) -> bool:
+    """Whether a restart-bound change turns speculation off because it lost at the load the fleet ran: the
+    restart a peak forces, which lands only after the dwell and the rollout, well into that peak."""
+    return proposal.action == Action.DISABLE and proposal.code == Reason.LOSS
 
 
 def _queueing_now(proposal: Proposal, state: PolicyState, obs: Observation) -> bool:
     """Whether the fleet already queues as it runs, on every replica, while the change would serve more at a
     full KV cache: holding keeps a queue that grows for as long as the load lasts, and the change is the way
     out (a rollout lengthens the queue for its duration; the change then drains it)."""
-    if not _queues(obs):
+    if obs.queued is None or obs.queued < SATURATED_QUEUE:
         return False
     limit = obs.predictor.batch_limit(obs.forecast or 1.0)
     return obs.predictor.tpot(proposal.target, limit) < obs.predictor.tpot(state.current, limit)

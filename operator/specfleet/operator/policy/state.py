@@ -99,14 +99,14 @@ class PolicyState:
     forecast: Forecast = field(default_factory=Forecast)
     # Seconds one pod took to come back in the last rollout (measured while verifying it).
     restart_seconds: float | None = None
-    # When, in the last day, a peak forced a rolling restart to off while the fleet queued without a surge pod.
-    saturated_peaks: tuple[float, ...] = ()
+    # When, in the last day, a peak forced a rolling restart to off: speculation lost at the load that ran.
+    peak_disables: tuple[float, ...] = ()
 
     def restarts_in_hour(self, now: float) -> tuple[float, ...]:
         return _within(self.restarts, now, HOUR_S)
 
     def peaks_in_day(self, now: float) -> tuple[float, ...]:
-        return _within(self.saturated_peaks, now, DAY_S)
+        return _within(self.peak_disables, now, DAY_S)
 
     def after_change(self, now: float, target: SpecConfig, verification: Verification | None) -> PolicyState:
         """The state once a restart-bound change to `target` has been made at `now`."""
@@ -133,7 +133,7 @@ class PolicyState:
             "calibration": self.calibration.to_dict(),
             "forecast": self.forecast.to_dict(),
             "restartSeconds": self.restart_seconds,
-            "saturatedPeaks": list(self.saturated_peaks),
+            "peakDisables": list(self.peak_disables),
         }
 
     @classmethod
@@ -154,7 +154,7 @@ class PolicyState:
             calibration=Calibration.from_dict(raw.get("calibration", {})),
             forecast=Forecast.from_dict(raw.get("forecast", {})),
             restart_seconds=_opt_float(raw.get("restartSeconds")),
-            saturated_peaks=tuple(float(t) for t in raw.get("saturatedPeaks", ())),
+            peak_disables=tuple(float(t) for t in raw.get("peakDisables", ())),
         )
 
 
