@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from specfleet.operator.policy.acceptance import PRIORS, prior_curve
@@ -47,3 +49,18 @@ def test_each_decision_carries_the_belief_it_was_taken_on() -> None:
     ctx = make_context(max_k=3)
     decision = decide(0.0, make_signals(8), initial_state(ctx), ctx)
     assert {(b.k, b.batch) for b in decision.belief} == {(k, b) for k in ctx.k_range if k > 0 for b in BELIEF_BATCHES}
+
+
+def test_what_the_two_steps_share_cancels_in_the_spread_of_their_ratio() -> None:
+    """The deviation of S is the ratio's under the joint posterior: a step against itself has none, and a
+    spec step against a plain one spreads less than two independent step times would (the target's forward
+    is in both), yet not nothing (the drafter and the extra verified tokens are the spec step's alone)."""
+    fitted = Calibration().fitted(COST_8B_H100)
+    off = COST_8B_H100.shape(0, 128.0, drafter=False)
+    spec = COST_8B_H100.shape(3, 128.0, drafter=True)
+    assert fitted.ratio_std(off, off) == pytest.approx(0.0, abs=1e-12)
+    independent = math.hypot(fitted.step_std(off) / fitted.step(off), fitted.step_std(spec) / fitted.step(spec))
+    assert 0.0 < fitted.ratio_std(off, spec) < independent
+    predictor = Predictor(COST_8B_H100, CURVE, Calibration())
+    assert predictor.speedup_std(3, 128.0) == pytest.approx(fitted.ratio_std(off, spec))
+    assert predictor.speedup_std(0, 128.0) == 0.0

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from specfleet.operator.api.types import Signals
+from specfleet.operator.api.types import Signals, SpeculationMode
 from specfleet.operator.policy.acceptance import PRIORS, AcceptanceMemory, extrapolate, merge
 from specfleet.operator.policy.calibration import PARAMETER_NAMES, Calibration
 from specfleet.operator.policy.context import Context, initial_state
@@ -275,3 +275,42 @@ def test_peaks_that_twice_force_a_restart_to_off_keep_the_fleet_off_for_the_day(
     assert PolicyState.from_dict(off.to_dict()).peak_disables == (0.0, 7200.0)
     assert decide(86_401.0, quiet, off, ctx).action == Action.ENABLE
     assert decide(9000.0, quiet, replace(off, peak_disables=(7200.0,)), ctx).action == Action.ENABLE
+
+
+def test_a_loss_held_back_for_capacity_is_a_peak_once_per_busy_period() -> None:
+    """Past the dwell, a restart to off for a loss that the capacity gate holds back is still a peak where
+    speculation lost: it is recorded at the time the loss began, once, and a loss that begins again within
+    the hour is the same busy period."""
+    ctx = make_context(dwell_seconds=60, surge=False, restart_cost_seconds=0)
+    state = _at_k1(ctx)
+    first = decide(0.0, _queued_poor(0.0), state, ctx)
+    assert (first.code, first.state.peak_disables) == (Reason.DWELL, ())
+    held = decide(90.0, _queued_poor(0.0), first.state, ctx)
+    assert held.code == Reason.CAPACITY
+    assert (held.wants or "").startswith("disable to off")
+    assert held.state.peak_disables == (0.0,)
+    again = decide(180.0, _queued_poor(0.0), held.state, ctx)
+    assert again.state.peak_disables == (0.0,)
+    relapse = replace(again.state, pending=None)
+    later = decide(1800.0, _queued_poor(0.0), decide(1700.0, _queued_poor(0.0), relapse, ctx).state, ctx)
+    assert later.state.peak_disables == (0.0,)
+    next_day = decide(5000.0, _queued_poor(0.0), decide(4900.0, _queued_poor(0.0), relapse, ctx).state, ctx)
+    assert next_day.state.peak_disables == (0.0, 4900.0)
+
+
+def test_peaks_the_fleet_cannot_follow_turn_speculation_off_in_the_trough() -> None:
+    """Two peaks where speculation lost in the last day: at low load, where speculating still pays and a
+    restart costs little, the fleet goes off before the next one; under mode On, or with one peak, it stays."""
+    ctx = make_context(dwell_seconds=0, surge=False, restart_cost_seconds=0)
+    peaks = replace(_at_k1(ctx), peak_disables=(0.0, 7200.0))
+    trough = decide(9000.0, make_signals(4), peaks, ctx)
+    assert (trough.action, trough.code) == (Action.DISABLE, Reason.RECURRING_PEAKS)
+    assert "2 peaks in the last day, about 120 min apart, where speculation lost: off while the load is low" in (
+        trough.reason
+    )
+    assert not trough.state.current.enabled
+    assert decide(9000.0, make_signals(4), replace(peaks, peak_disables=(7200.0,)), ctx).action != Action.DISABLE
+    pinned = replace(ctx, mode=SpeculationMode.ON)
+    assert decide(9000.0, make_signals(4), peaks, pinned).action != Action.DISABLE
+    busy = decide(9000.0, make_signals(100, kv_cache_usage=0.9), peaks, ctx)
+    assert busy.code == Reason.CAPACITY  # no rollout the others cannot carry, not even to go off

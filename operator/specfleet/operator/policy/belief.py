@@ -1,18 +1,16 @@
 """What the fit believes: the speed-up S(k,B) of each k the policy may choose, at a few loads, with its
 uncertainty. Pure.
 
-S(k,B) = E(k)·C_off(B)/C_spec(k,B). Its spread comes from the fit's predictive deviation of the two step times;
-treating them as independent (they share the target's parameters, so they move together and the true spread
-is smaller) keeps the figure on the cautious side. The acceptance curve's own uncertainty is not in it: the
-curve is measured on every window, the step costs are what the fit learns slowly.
+S(k,B) = E(k)·C_off(B)/C_spec(k,B). Its spread is the fit's deviation of the ratio of the two step times, from
+the joint posterior: they share the target's parameters, and what they share cancels. The acceptance curve's
+own uncertainty is not in it: the curve is measured on every window, the step costs are what the fit learns
+slowly.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from specfleet.operator.policy.costmodel import speedup
 from specfleet.operator.policy.predictor import Predictor
 
 # Loads shown: one request, a light and a busy batch, and two past the usual crossover.
@@ -35,9 +33,5 @@ def speedup_belief(
 
 
 def _belief(predictor: Predictor, k: int, batch: int) -> SpeedupBelief:
-    cost, fitted = predictor.cost, predictor.fitted
-    off, spec = cost.shape(0, float(batch), drafter=False), cost.shape(k, float(batch), drafter=True)
-    off_s, spec_s = fitted.step(off), fitted.step(spec)
-    s = speedup(off_s, spec_s, predictor.curve, k)
-    relative = math.hypot(fitted.step_std(off) / off_s, fitted.step_std(spec) / spec_s)
-    return SpeedupBelief(k=k, batch=batch, speedup=s, std=s * relative)
+    s = predictor.speedup(k, batch)
+    return SpeedupBelief(k=k, batch=batch, speedup=s, std=s * predictor.speedup_std(k, batch))

@@ -105,6 +105,15 @@ class FittedCost:
     def step_std(self, shape: StepShape) -> float:
         return self.posterior.predictive_std(self.cost.features(shape))
 
+    def ratio_std(self, top: StepShape, bottom: StepShape) -> float:
+        """Relative standard deviation of step(top)/step(bottom), to first order. Both come from the same
+        parameters: what the two steps share (the target's forward) moves them together and cancels."""
+        gradient = tuple(
+            t / self.step(top) - b / self.step(bottom)
+            for t, b in zip(self.cost.features(top), self.cost.features(bottom), strict=True)
+        )
+        return self.posterior.predictive_std(gradient)
+
     def stall(self) -> float:
         """How much longer each decode step lasts for the prompts chunked prefill folds into it.
 

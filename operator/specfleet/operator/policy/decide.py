@@ -16,7 +16,7 @@ from specfleet.operator.policy.acceptance import collapse_floor
 from specfleet.operator.policy.belief import speedup_belief
 from specfleet.operator.policy.context import Context
 from specfleet.operator.policy.decision import Action, Decision, Inputs, Reason
-from specfleet.operator.policy.gates import LIVE_MIN_GAIN, gate, peak_disable
+from specfleet.operator.policy.gates import LIVE_MIN_GAIN, gate, recurring_peaks
 from specfleet.operator.policy.observe import Observation, learn
 from specfleet.operator.policy.proposal import Kind, Proposal, hold, is_live, relative_gain
 from specfleet.operator.policy.schedule import BATCH_GRID, drifted
@@ -36,7 +36,7 @@ def decide(now: float, signals: Signals | None, state: PolicyState, ctx: Context
         if proposal is None and state.verification is None:
             proposal = hold(Reason.VERIFIED, f"{state.current.describe()} verified", state.current)
     if proposal is None:
-        proposal, inputs = _propose(state, obs, ctx, inputs)
+        proposal, inputs = _propose(now, state, obs, ctx, inputs)
     proposal, state = gate(now, proposal, state, obs, ctx)
     priced = {**inputs, "gain": round(proposal.gain, 4), **_pricing(proposal)}
     decision = _commit(now, proposal, state, obs, ctx, priced)
@@ -53,7 +53,7 @@ def _pricing(proposal: Proposal) -> Inputs:
     return priced
 
 
-def _propose(state: PolicyState, obs: Observation, ctx: Context, inputs: Inputs) -> tuple[Proposal, Inputs]:
+def _propose(now: float, state: PolicyState, obs: Observation, ctx: Context, inputs: Inputs) -> tuple[Proposal, Inputs]:
     current = state.current
     if ctx.mode == SpeculationMode.OFF:
         return _pin(current, SpecConfig.off(), Action.DISABLE), inputs
@@ -68,7 +68,7 @@ def _propose(state: PolicyState, obs: Observation, ctx: Context, inputs: Inputs)
         return collapse, inputs
     if obs.forecast is None:
         return hold(Reason.NO_FORECAST, "no concurrency observed yet", current), inputs
-    return _advise(state, obs, ctx, inputs)
+    return _advise(now, state, obs, ctx, inputs)
 
 
 def _pin(current: SpecConfig, target: SpecConfig, action: Action) -> Proposal:
@@ -95,7 +95,7 @@ def _collapse(current: SpecConfig, obs: Observation, ctx: Context) -> Proposal |
     return Proposal(Action.DISABLE, Reason.COLLAPSE, why, SpecConfig.off(), Kind.SAFETY)
 
 
-def _advise(state: PolicyState, obs: Observation, ctx: Context, inputs: Inputs) -> tuple[Proposal, Inputs]:
+def _advise(now: float, state: PolicyState, obs: Observation, ctx: Context, inputs: Inputs) -> tuple[Proposal, Inputs]:
     """Hysteresis on S(k*, B̂): enable above 1 + enable margin, disable below 1 + disable margin."""
     assert obs.forecast is not None
     policy, current, predictor = ctx.policy, state.current, obs.predictor
@@ -130,6 +130,10 @@ def _advise(state: PolicyState, obs: Observation, ctx: Context, inputs: Inputs) 
         gain = disable_below / s_current - 1
         reason = f"{at} < {disable_below:.2f}"
         return Proposal(Action.DISABLE, Reason.LOSS, reason, SpecConfig.off(), gain=gain), inputs
+    recurring = recurring_peaks(now, state) if ctx.mode != SpeculationMode.ON else None
+    if recurring:
+        reason = f"{recurring}: off while the load is low ({at})"
+        return Proposal(Action.DISABLE, Reason.RECURRING_PEAKS, reason, SpecConfig.off(), Kind.TROUGH), inputs
     return _retune(state, obs, ctx, k_best, at), inputs
 
 
@@ -192,8 +196,6 @@ def _commit(
         verification = None if rollback else Verification(now, obs.predictor.curve, state.calibration)
         state = state.after_change(now, proposal.target, verification)
         state = replace(state, table_curve=obs.predictor.curve if proposal.target.schedule else None)
-        if peak_disable(proposal):
-            state = replace(state, peak_disables=(*state.peaks_in_day(now), now))
     return Decision(
         proposal.action, proposal.code, proposal.reason, proposal.target, applied, inputs, state, live=proposal.live
     )

@@ -76,7 +76,8 @@ class Posterior:
         return tuple(float(np.sqrt(max(self.covariance[i * n + i], 0.0))) for i in range(n))
 
     def predictive_std(self, features: Sequence[float]) -> float:
-        """Standard deviation of θ·φ for the features of one prediction."""
+        """Standard deviation of θ·φ for the features of one prediction, or of any linear function of θ
+        with gradient `features`."""
         phi = np.asarray(features, dtype=float)
         covariance = np.asarray(self.covariance, dtype=float).reshape(len(phi), len(phi))
         return float(np.sqrt(max(float(phi @ covariance @ phi), 0.0)))

@@ -5,7 +5,9 @@ by `gain` (relative) for the expected dwell earns gain * expected_dwell; the rol
 replica's restart time in turn, the TPOT rise it causes at the forecast load (see `_switching`); without a
 surge pod a change also waits while the replicas left in service could not carry the forecast load. The budget
 counts every restart-bound change in the rolling hour, rollbacks included; a TUNE change also keeps one
-restart in reserve for its own rollback.
+restart in reserve for its own rollback. Peaks where speculation lost that recur faster than the fleet can
+follow (`recurring_peaks`) hold turning speculation on, and a TROUGH change (off while the load is low, before
+the next one) passes only the capacity gate and the budget.
 
 A live change (a new batch-size→k table pushed to the running pods, see `proposal.is_live`) costs about
 nothing: no pod restarts and no capacity is lost. It passes only the evidence gate, waits for a restart-bound
@@ -42,6 +44,10 @@ def gate(
         live = replace(proposal, reason=f"{proposal.reason} (live)", live=True, cost=0.0)
         return _live_gates(live, state, obs, ctx)
     proposal = replace(proposal, reason=f"{proposal.reason} (restart)")
+    if proposal.kind == Kind.TROUGH:
+        short = _short_of_capacity(proposal, state, obs, ctx)
+        if short:
+            return _blocked(proposal, Reason.CAPACITY, short), state
     if proposal.kind == Kind.TUNE:
         proposal, state = _tune_gates(now, proposal, state, obs, ctx)
         if proposal.action == Action.HOLD:
@@ -86,15 +92,18 @@ def _tune_gates(
     blocked, state = _evidence_gates(proposal, state, obs, ctx)
     if blocked is not None:
         return blocked, state
-    recurring = _recurring_peaks(now, proposal, state)
+    recurring = recurring_peaks(now, state) if proposal.action == Action.ENABLE else None
     if recurring:
-        return _blocked(proposal, Reason.RECURRING_PEAKS, recurring), replace(state, pending=None)
+        detail = f"{recurring}; speculation waits {_free_in(now, state) / 60:.0f} min more"
+        return _blocked(proposal, Reason.RECURRING_PEAKS, detail), replace(state, pending=None)
     pending = state.pending if state.pending and state.pending.action == proposal.action else None
     state = replace(state, pending=pending or Pending(str(proposal.action), now))
     assert state.pending is not None
     held = now - state.pending.since
     if held < policy.dwell_seconds:
         return _blocked(proposal, Reason.DWELL, f"held {held:.0f}/{policy.dwell_seconds} s"), state
+    if _peak_loss(proposal):
+        state = state.with_peak(state.pending.since, now)
     short = _short_of_capacity(proposal, state, obs, ctx)
     if short:
         return _blocked(proposal, Reason.CAPACITY, short), state
@@ -110,28 +119,26 @@ def _tune_gates(
     return proposal, state
 
 
-def _recurring_peaks(now: float, proposal: Proposal, state: PolicyState) -> str | None:
-    """Why turning speculation on would only lead to the next forced restart, or None. A restart to off for a
-    loss lands after the dwell and the whole rollout, so the fleet speculates well into each peak before it
-    stops; once that has happened twice in a day, the peaks recur faster than the fleet can follow them, and
-    the little speculating earns between them does not pay for speculating into the next one: the fleet stays
-    off until the older of them is a day old. With a surge pod the rollout keeps its capacity, not its delay."""
-    if proposal.action != Action.ENABLE:
-        return None
+def recurring_peaks(now: float, state: PolicyState) -> str | None:
+    """What makes the load's peaks ones the fleet cannot follow, or None. A peak where speculation lost is
+    one where a restart to off was wanted for longer than the dwell (made or held back for capacity): it lands,
+    if at all, after the dwell and the whole rollout, well into the peak. Once that has happened twice in a day,
+    the peaks recur faster than the fleet can follow them, and the little speculating earns between them (few
+    requests arrive off-peak) does not pay for speculating into the next one: the fleet goes off while the load
+    is low and stays off until the older of them is a day old. A surge pod keeps a rollout's capacity, not its
+    delay, so it changes nothing here."""
     peaks = state.peaks_in_day(now)
     if len(peaks) < RECURRING_PEAKS:
         return None
     period = (peaks[-1] - peaks[0]) / (len(peaks) - 1)
-    free_in = DAY_S - (now - peaks[-RECURRING_PEAKS])
-    return (
-        f"{len(peaks)} peaks in the last day, about {period / 60:.0f} min apart, forced a restart to off for a "
-        f"loss; speculation waits {free_in / 60:.0f} min more"
-    )
+    return f"{len(peaks)} peaks in the last day, about {period / 60:.0f} min apart, where speculation lost"
 
 
-def peak_disable(proposal: Proposal) -> bool:
-    """Whether a restart-bound change turns speculation off because it lost at the load the fleet ran: the
-    restart a peak forces, which lands only after the dwell and the rollout, well into that peak."""
+def _free_in(now: float, state: PolicyState) -> float:
+    return DAY_S - (now - state.peaks_in_day(now)[-RECURRING_PEAKS])
+
+
+def _peak_loss(proposal: Proposal) -> bool:
     return proposal.action == Action.DISABLE and proposal.code == Reason.LOSS
 
 

@@ -39,6 +39,13 @@ class Predictor:
         off = self.step(0, batch, drafter_loaded=False)
         return speedup(off, self.step(k, batch, drafter_loaded=True), self.curve, k)
 
+    def speedup_std(self, k: int, batch: float, *, drafter_loaded: bool = False) -> float:
+        """Relative standard deviation of the fitted S(k,B) (0 for speculation off: nothing to predict)."""
+        if k == 0 and not drafter_loaded:
+            return 0.0
+        b = max(batch, 1.0)
+        return self.fitted.ratio_std(self.cost.shape(0, b, drafter=False), self.cost.shape(k, b, drafter=True))
+
     def drafter_tax(self, batch: float, *, pessimism: float = 0.0) -> float:
         """1 - S(0,B) with the drafter loaded, its step cost raised by `pessimism` standard deviations."""
         b = max(batch, 1.0)

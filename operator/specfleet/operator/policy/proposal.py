@@ -15,6 +15,7 @@ class Kind(Enum):
     TUNE = "tune"  # the cost model's advice: evidence, dwell, switching cost, cooldown, budget with reserve
     SAFETY = "safety"  # collapse, fallback, rollback: only the restart budget
     PIN = "pin"  # the spec's mode pins the configuration: only the restart budget
+    TROUGH = "trough"  # off before peaks the fleet cannot follow: the capacity gate and the restart budget
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from specfleet.operator.policy.forecast import Forecast
 Schedule = tuple[tuple[int, int], ...]
 HOUR_S = 3600.0
 DAY_S = 24 * HOUR_S
+# Peaks where speculation lost that begin closer together than this are one (see `PolicyState.with_peak`).
+PEAK_GAP_S = HOUR_S
 
 
 @dataclass(frozen=True)
@@ -99,7 +101,7 @@ class PolicyState:
     forecast: Forecast = field(default_factory=Forecast)
     # Seconds one pod took to come back in the last rollout (measured while verifying it).
     restart_seconds: float | None = None
-    # When, in the last day, a peak forced a rolling restart to off: speculation lost at the load that ran.
+    # When, in the last day, peaks began where speculation lost: a restart to off wanted past the dwell.
     peak_disables: tuple[float, ...] = ()
 
     def restarts_in_hour(self, now: float) -> tuple[float, ...]:
@@ -107,6 +109,14 @@ class PolicyState:
 
     def peaks_in_day(self, now: float) -> tuple[float, ...]:
         return _within(self.peak_disables, now, DAY_S)
+
+    def with_peak(self, since: float, now: float) -> PolicyState:
+        """The state with a peak that began at `since` recorded among the last day's, unless it began within
+        PEAK_GAP_S of the last one: a load that hovers about the crossover is one busy period, not many."""
+        peaks = self.peaks_in_day(now)
+        if peaks and since - peaks[-1] < PEAK_GAP_S:
+            return self
+        return replace(self, peak_disables=(*peaks, since))
 
     def after_change(self, now: float, target: SpecConfig, verification: Verification | None) -> PolicyState:
         """The state once a restart-bound change to `target` has been made at `now`."""
