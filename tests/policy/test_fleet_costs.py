@@ -279,23 +279,27 @@ def test_peaks_that_twice_force_a_restart_to_off_keep_the_fleet_off_for_the_day(
 
 def test_a_loss_held_back_for_capacity_is_a_peak_once_per_busy_period() -> None:
     """Past the dwell, a restart to off for a loss that the capacity gate holds back is still a peak where
-    speculation lost: it is recorded at the time the loss began, once, and a loss that begins again within
-    the hour is the same busy period."""
+    speculation lost: it is recorded at the time the loss began, once. A loss that begins again with no trough
+    in between (the load at half the peak's or less) is the same busy period; after a trough, a new peak."""
     ctx = make_context(dwell_seconds=60, surge=False, restart_cost_seconds=0)
-    state = _at_k1(ctx)
-    first = decide(0.0, _queued_poor(0.0), state, ctx)
+    first = decide(0.0, _queued_poor(0.0), _at_k1(ctx), ctx)
     assert (first.code, first.state.peak_disables) == (Reason.DWELL, ())
     held = decide(90.0, _queued_poor(0.0), first.state, ctx)
     assert held.code == Reason.CAPACITY
     assert (held.wants or "").startswith("disable to off")
     assert held.state.peak_disables == (0.0,)
-    again = decide(180.0, _queued_poor(0.0), held.state, ctx)
-    assert again.state.peak_disables == (0.0,)
-    relapse = replace(again.state, pending=None)
-    later = decide(1800.0, _queued_poor(0.0), decide(1700.0, _queued_poor(0.0), relapse, ctx).state, ctx)
-    assert later.state.peak_disables == (0.0,)
-    next_day = decide(5000.0, _queued_poor(0.0), decide(4900.0, _queued_poor(0.0), relapse, ctx).state, ctx)
-    assert next_day.state.peak_disables == (0.0, 4900.0)
+    assert decide(180.0, _queued_poor(0.0), held.state, ctx).state.peak_disables == (0.0,)
+
+    def relapse(state: PolicyState, at: float) -> Decision:
+        return decide(at + 90.0, _queued_poor(0.0), decide(at, _queued_poor(0.0), state, ctx).state, ctx)
+
+    hovering = replace(held.state, pending=None)
+    assert relapse(hovering, 4000.0).state.peak_disables == (0.0,)
+    trough = decide(3000.0, make_signals(4), hovering, ctx)
+    assert trough.state.trough_at == 3000.0
+    assert decide(3000.0, make_signals(200), hovering, ctx).state.trough_at is None  # 200 of 300: no trough
+    assert PolicyState.from_dict(trough.state.to_dict()).trough_at == 3000.0
+    assert relapse(replace(trough.state, pending=None), 4000.0).state.peak_disables == (0.0, 4000.0)
 
 
 def test_peaks_the_fleet_cannot_follow_turn_speculation_off_in_the_trough() -> None:

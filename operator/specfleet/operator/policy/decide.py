@@ -29,6 +29,8 @@ def decide(now: float, signals: Signals | None, state: PolicyState, ctx: Context
     if ctx.paused:
         return Decision(Action.HOLD, Reason.PAUSED, "paused: no changes", state.current, False, {}, state)
     state, obs = learn(now, signals, state, ctx)
+    if obs.forecast is not None:
+        state = state.with_load(now, obs.forecast)
     inputs = obs.inputs(ctx, state, now)
     proposal: Proposal | None = None
     if state.verification is not None:
@@ -131,7 +133,7 @@ def _advise(now: float, state: PolicyState, obs: Observation, ctx: Context, inpu
         reason = f"{at} < {disable_below:.2f}"
         return Proposal(Action.DISABLE, Reason.LOSS, reason, SpecConfig.off(), gain=gain), inputs
     recurring = recurring_peaks(now, state) if ctx.mode != SpeculationMode.ON else None
-    if recurring:
+    if recurring and s_best > enable_above:
         reason = f"{recurring}: off while the load is low ({at})"
         return Proposal(Action.DISABLE, Reason.RECURRING_PEAKS, reason, SpecConfig.off(), Kind.TROUGH), inputs
     return _retune(state, obs, ctx, k_best, at), inputs

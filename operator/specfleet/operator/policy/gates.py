@@ -102,8 +102,8 @@ def _tune_gates(
     held = now - state.pending.since
     if held < policy.dwell_seconds:
         return _blocked(proposal, Reason.DWELL, f"held {held:.0f}/{policy.dwell_seconds} s"), state
-    if _peak_loss(proposal):
-        state = state.with_peak(state.pending.since, now)
+    if _peak_loss(proposal) and obs.forecast is not None:
+        state = state.with_peak(state.pending.since, now, obs.forecast)
     short = _short_of_capacity(proposal, state, obs, ctx)
     if short:
         return _blocked(proposal, Reason.CAPACITY, short), state

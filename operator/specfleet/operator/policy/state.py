@@ -18,8 +18,8 @@ from specfleet.operator.policy.forecast import Forecast
 Schedule = tuple[tuple[int, int], ...]
 HOUR_S = 3600.0
 DAY_S = 24 * HOUR_S
-# Peaks where speculation lost that begin closer together than this are one (see `PolicyState.with_peak`).
-PEAK_GAP_S = HOUR_S
+# Share of a peak's load the load must fall to between two peaks for them to count as two.
+TROUGH_FRACTION = 0.5
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,10 @@ class PolicyState:
     restart_seconds: float | None = None
     # When, in the last day, peaks began where speculation lost: a restart to off wanted past the dwell.
     peak_disables: tuple[float, ...] = ()
+    # The forecast load per replica when the last of them began, and the last time the load fell to
+    # TROUGH_FRACTION of it since: a trough between peaks.
+    peak_load: float | None = None
+    trough_at: float | None = None
 
     def restarts_in_hour(self, now: float) -> tuple[float, ...]:
         return _within(self.restarts, now, HOUR_S)
@@ -110,13 +114,20 @@ class PolicyState:
     def peaks_in_day(self, now: float) -> tuple[float, ...]:
         return _within(self.peak_disables, now, DAY_S)
 
-    def with_peak(self, since: float, now: float) -> PolicyState:
-        """The state with a peak that began at `since` recorded among the last day's, unless it began within
-        PEAK_GAP_S of the last one: a load that hovers about the crossover is one busy period, not many."""
+    def with_peak(self, since: float, now: float, load: float) -> PolicyState:
+        """The state with a peak that began at `since` at `load` recorded among the last day's, unless no
+        trough came between it and the last one: a load that hovers about the crossover for hours is one
+        busy period, however often the advice flickers."""
         peaks = self.peaks_in_day(now)
-        if peaks and since - peaks[-1] < PEAK_GAP_S:
+        if peaks and (self.trough_at is None or self.trough_at < peaks[-1] or since <= peaks[-1]):
             return self
-        return replace(self, peak_disables=(*peaks, since))
+        return replace(self, peak_disables=(*peaks, since), peak_load=load)
+
+    def with_load(self, now: float, load: float) -> PolicyState:
+        """The state with `now` as its last trough if the load fell to TROUGH_FRACTION of the last peak's."""
+        if self.peak_load is None or load > TROUGH_FRACTION * self.peak_load:
+            return self
+        return replace(self, trough_at=now)
 
     def after_change(self, now: float, target: SpecConfig, verification: Verification | None) -> PolicyState:
         """The state once a restart-bound change to `target` has been made at `now`."""
@@ -144,6 +155,8 @@ class PolicyState:
             "forecast": self.forecast.to_dict(),
             "restartSeconds": self.restart_seconds,
             "peakDisables": list(self.peak_disables),
+            "peakLoad": self.peak_load,
+            "troughAt": self.trough_at,
         }
 
     @classmethod
@@ -165,6 +178,8 @@ class PolicyState:
             forecast=Forecast.from_dict(raw.get("forecast", {})),
             restart_seconds=_opt_float(raw.get("restartSeconds")),
             peak_disables=tuple(float(t) for t in raw.get("peakDisables", ())),
+            peak_load=_opt_float(raw.get("peakLoad")),
+            trough_at=_opt_float(raw.get("troughAt")),
         )
 
 
