@@ -257,14 +257,14 @@ def test_peaks_that_twice_force_a_restart_to_off_keep_the_fleet_off_for_the_day(
     ctx = make_context(dwell_seconds=0, surge=False, restart_cost_seconds=0)
     forced = decide(0.0, _queued_poor(4 * 30.0), _at_k1(ctx), ctx)
     assert (forced.action, forced.code) == (Action.DISABLE, Reason.LOSS)
-    assert forced.state.peak_disables == (0.0,)
+    assert forced.state.loss_peaks == (0.0,)
     surge = replace(ctx, surge=True)
     calm = decide(0.0, _queued_poor(0.0), _at_k1(surge), surge)
-    assert (calm.action, calm.code, calm.state.peak_disables) == (Action.DISABLE, Reason.LOSS, (0.0,))
+    assert (calm.action, calm.code, calm.state.loss_peaks) == (Action.DISABLE, Reason.LOSS, (0.0,))
     collapsed = make_signals(4, acceptance_by_position=[0.05], acceptance_length=1.05, draft_acceptance_rate=0.05)
     safety = decide(0.0, collapsed, _at_k1(ctx), ctx)
-    assert (safety.action, safety.code, safety.state.peak_disables) == (Action.DISABLE, Reason.COLLAPSE, ())
-    off = replace(forced.state, verification=None, peak_disables=(0.0, 7200.0))
+    assert (safety.action, safety.code, safety.state.loss_peaks) == (Action.DISABLE, Reason.COLLAPSE, ())
+    off = replace(forced.state, verification=None, loss_peaks=(0.0, 7200.0))
     quiet = make_signals(2, enabled=False)
     for fleet in (ctx, surge):
         held = decide(9000.0, quiet, off, fleet)
@@ -272,9 +272,9 @@ def test_peaks_that_twice_force_a_restart_to_off_keep_the_fleet_off_for_the_day(
         assert (held.wants or "").startswith("enable to")
         assert "2 peaks in the last day, about 120 min apart" in held.reason
         assert "waits 1290 min more" in held.reason
-    assert PolicyState.from_dict(off.to_dict()).peak_disables == (0.0, 7200.0)
+    assert PolicyState.from_dict(off.to_dict()).loss_peaks == (0.0, 7200.0)
     assert decide(86_401.0, quiet, off, ctx).action == Action.ENABLE
-    assert decide(9000.0, quiet, replace(off, peak_disables=(7200.0,)), ctx).action == Action.ENABLE
+    assert decide(9000.0, quiet, replace(off, loss_peaks=(7200.0,)), ctx).action == Action.ENABLE
 
 
 def test_a_loss_held_back_for_capacity_is_a_peak_once_per_busy_period() -> None:
@@ -283,37 +283,37 @@ def test_a_loss_held_back_for_capacity_is_a_peak_once_per_busy_period() -> None:
     in between (the load at half the peak's or less) is the same busy period; after a trough, a new peak."""
     ctx = make_context(dwell_seconds=60, surge=False, restart_cost_seconds=0)
     first = decide(0.0, _queued_poor(0.0), _at_k1(ctx), ctx)
-    assert (first.code, first.state.peak_disables) == (Reason.DWELL, ())
+    assert (first.code, first.state.loss_peaks) == (Reason.DWELL, ())
     held = decide(90.0, _queued_poor(0.0), first.state, ctx)
     assert held.code == Reason.CAPACITY
     assert (held.wants or "").startswith("disable to off")
-    assert held.state.peak_disables == (0.0,)
-    assert decide(180.0, _queued_poor(0.0), held.state, ctx).state.peak_disables == (0.0,)
+    assert held.state.loss_peaks == (0.0,)
+    assert decide(180.0, _queued_poor(0.0), held.state, ctx).state.loss_peaks == (0.0,)
 
     def relapse(state: PolicyState, at: float) -> Decision:
         return decide(at + 90.0, _queued_poor(0.0), decide(at, _queued_poor(0.0), state, ctx).state, ctx)
 
     hovering = replace(held.state, pending=None)
-    assert relapse(hovering, 4000.0).state.peak_disables == (0.0,)
+    assert relapse(hovering, 4000.0).state.loss_peaks == (0.0,)
     trough = decide(3000.0, make_signals(4), hovering, ctx)
     assert trough.state.trough_at == 3000.0
     assert decide(3000.0, make_signals(200), hovering, ctx).state.trough_at is None  # 200 of 300: no trough
     assert PolicyState.from_dict(trough.state.to_dict()).trough_at == 3000.0
-    assert relapse(replace(trough.state, pending=None), 4000.0).state.peak_disables == (0.0, 4000.0)
+    assert relapse(replace(trough.state, pending=None), 4000.0).state.loss_peaks == (0.0, 4000.0)
 
 
 def test_peaks_the_fleet_cannot_follow_turn_speculation_off_in_the_trough() -> None:
     """Two peaks where speculation lost in the last day: at low load, where speculating still pays and a
     restart costs little, the fleet goes off before the next one; under mode On, or with one peak, it stays."""
     ctx = make_context(dwell_seconds=0, surge=False, restart_cost_seconds=0)
-    peaks = replace(_at_k1(ctx), peak_disables=(0.0, 7200.0))
+    peaks = replace(_at_k1(ctx), loss_peaks=(0.0, 7200.0))
     trough = decide(9000.0, make_signals(4), peaks, ctx)
     assert (trough.action, trough.code) == (Action.DISABLE, Reason.RECURRING_PEAKS)
     assert "2 peaks in the last day, about 120 min apart, where speculation lost: off while the load is low" in (
         trough.reason
     )
     assert not trough.state.current.enabled
-    assert decide(9000.0, make_signals(4), replace(peaks, peak_disables=(7200.0,)), ctx).action != Action.DISABLE
+    assert decide(9000.0, make_signals(4), replace(peaks, loss_peaks=(7200.0,)), ctx).action != Action.DISABLE
     pinned = replace(ctx, mode=SpeculationMode.ON)
     assert decide(9000.0, make_signals(4), peaks, pinned).action != Action.DISABLE
     busy = decide(9000.0, make_signals(100, kv_cache_usage=0.9), peaks, ctx)

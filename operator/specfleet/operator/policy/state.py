@@ -102,7 +102,7 @@ class PolicyState:
     # Seconds one pod took to come back in the last rollout (measured while verifying it).
     restart_seconds: float | None = None
     # When, in the last day, peaks began where speculation lost: a restart to off wanted past the dwell.
-    peak_disables: tuple[float, ...] = ()
+    loss_peaks: tuple[float, ...] = ()
     # The forecast load per replica when the last of them began, and the last time the load fell to
     # TROUGH_FRACTION of it since: a trough between peaks.
     peak_load: float | None = None
@@ -112,7 +112,7 @@ class PolicyState:
         return _within(self.restarts, now, HOUR_S)
 
     def peaks_in_day(self, now: float) -> tuple[float, ...]:
-        return _within(self.peak_disables, now, DAY_S)
+        return _within(self.loss_peaks, now, DAY_S)
 
     def with_peak(self, since: float, now: float, load: float) -> PolicyState:
         """The state with a peak that began at `since` at `load` recorded among the last day's, unless no
@@ -121,7 +121,7 @@ class PolicyState:
         peaks = self.peaks_in_day(now)
         if peaks and (self.trough_at is None or self.trough_at < peaks[-1] or since <= peaks[-1]):
             return self
-        return replace(self, peak_disables=(*peaks, since), peak_load=load)
+        return replace(self, loss_peaks=(*peaks, since), peak_load=load)
 
     def with_load(self, now: float, load: float) -> PolicyState:
         """The state with `now` as its last trough if the load fell to TROUGH_FRACTION of the last peak's."""
@@ -154,7 +154,7 @@ class PolicyState:
             "calibration": self.calibration.to_dict(),
             "forecast": self.forecast.to_dict(),
             "restartSeconds": self.restart_seconds,
-            "peakDisables": list(self.peak_disables),
+            "lossPeaks": list(self.loss_peaks),
             "peakLoad": self.peak_load,
             "troughAt": self.trough_at,
         }
@@ -177,7 +177,7 @@ class PolicyState:
             calibration=Calibration.from_dict(raw.get("calibration", {})),
             forecast=Forecast.from_dict(raw.get("forecast", {})),
             restart_seconds=_opt_float(raw.get("restartSeconds")),
-            peak_disables=tuple(float(t) for t in raw.get("peakDisables", ())),
+            loss_peaks=tuple(float(t) for t in raw.get("lossPeaks", ())),
             peak_load=_opt_float(raw.get("peakLoad")),
             trough_at=_opt_float(raw.get("troughAt")),
         )
