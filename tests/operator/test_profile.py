@@ -17,6 +17,7 @@ from specfleet.operator.api.profile_result import encode_result
 from specfleet.operator.api.profile_types import Crossover, FittedParameter, ProfilePoint, StepCostFit, Summary
 from specfleet.operator.api.types import SpecDecodeDeploymentSpec
 from specfleet.operator.handlers.profile import CompletedProfile, measured_for
+from specfleet.operator.policy.calibration import PARAMETER_NAMES
 from specfleet.operator.render.profile import engine_name, job_name
 from specfleet.operator.runner import BackgroundOperator
 from tests.examples import EXAMPLES, load
@@ -197,9 +198,7 @@ def test_a_sweep_the_fleet_cannot_take_fails_with_the_reason(
 
 
 def _completed(model: str, method: str, at: str, fixed: float) -> CompletedProfile:
-    names = ("fixed", "token", "knee", "kv", "prefill", "draft_fixed", "draft_sequence", "draft_position",
-             "draft_token", "draft_kv")  # fmt: skip
-    parameters = [FittedParameter(name=n, mean=fixed if n == "fixed" else 1e-6, std=1e-7) for n in names]
+    parameters = [FittedParameter(name=n, mean=fixed if n == "fixed" else 1e-6, std=1e-7) for n in PARAMETER_NAMES]
     return CompletedProfile(model, method, at, StepCostFit(parameters=parameters, observations=4, context_tokens=1024))
 
 

@@ -67,7 +67,7 @@ async def test_a_slow_source_holds_only_its_own_bulkhead() -> None:
     assert fast_seconds < 2.5, "the healthy source waited for the slow one"
     assert isinstance(slow_result, Unavailable)
     assert slow_result.reason == "NoSeries"
-    assert held.peak == 2  # 14 queries, never more than the source's maxConcurrency at once
+    assert held.peak == 2  # 16 queries, never more than the source's maxConcurrency at once
 
 
 async def test_a_deleted_fleets_queries_are_cancelled_and_their_connections_closed() -> None:

@@ -23,8 +23,8 @@ WEAK = extrapolate((0.3, 0.1), 5, PRIORS["eagle3"])
 
 
 def truth(cost: CostModel) -> Parameters:
-    """An engine the roofline misjudges: verification past the knee is cheap, the drafter's pass costs per
-    sequence even at k=0, and prompts stall the steps."""
+    """An engine the roofline misjudges: verification past the knee is cheap, and the drafter's pass costs
+    per sequence even at k=0."""
     prior = cost.prior()
     return replace(
         prior,
@@ -37,25 +37,28 @@ def truth(cost: CostModel) -> Parameters:
     )
 
 
-def observed(
-    cost: CostModel, params: Parameters, shape: StepShape, rate: float, noise: float
-) -> tuple[StepShape, float]:
-    """The step time a pod reports at `shape`, with `rate` admissions per second folded in by chunked prefill."""
-    decode = cost.step(shape, astuple(params))
-    step = decode / (1 - params.prefill * rate) * (1 + noise)
-    return replace(shape, admissions=rate * step), step
+def observed(cost: CostModel, params: Parameters, shape: StepShape, noise: float) -> tuple[StepShape, float]:
+    """The step time a pod reports at `shape` (its prompt tokens included), with relative `noise`."""
+    return shape, cost.step(shape, astuple(params)) * (1 + noise)
+
+
+# Prompt tokens admitted per generated token (ShareGPT-like: prompts a few times longer than the answers).
+PROMPT_RATIO = 2.5
 
 
 def feed(calibration: Calibration, cost: CostModel, params: Parameters, windows: int, *, seed: int = 0) -> Calibration:
-    """`windows` observations of a day: off at some hours, tables (k=0..3 rows) at others, varying load."""
+    """`windows` observations of a day: off at some hours, tables (k=0..3 rows) at others, varying load; every
+    step carries its share of the prompts, PROMPT_RATIO per token it generates."""
     rng = random.Random(seed)
+    calibration = calibration.with_prompt_ratio(PROMPT_RATIO)
     for i in range(windows):
         batch = rng.choice((4, 16, 48, 96, 160, 256, 384))
         k, drafter = (0, False) if i % 3 == 0 else (rng.choice((0, 1, 2, 3)), True)
         context = rng.uniform(500, 1500)
-        shape = StepShape(batch, batch * (k + 1), context, k, drafter)
-        shape, step = observed(cost, params, shape, rate=batch / 400, noise=rng.gauss(0, 0.02))
-        calibration = calibration.with_admissions(batch / 400).observe(cost, shape, step, 30.0 * i, weight=0.25)
+        generated = batch * (1 + sum(WEAK[:k]))
+        shape = StepShape(batch, batch * (k + 1), context, k, drafter, prompt_tokens=generated * PROMPT_RATIO)
+        shape, step = observed(cost, params, shape, noise=rng.gauss(0, 0.02))
+        calibration = calibration.observe(cost, shape, step, 30.0 * i, weight=0.25)
     return calibration
 
 
@@ -79,8 +82,8 @@ def test_the_fit_converges_to_a_different_linear_truth() -> None:
         for k, drafter in ((0, False), (0, True), (1, True), (3, True)):
             shape = COST.shape(k, batch, drafter=drafter)
             assert fitted.step(shape) == pytest.approx(COST.step(shape, astuple(params)), rel=0.03)
-    # Prompt work is its own parameter, not read as decode cost.
-    assert fitted.parameters.prefill == pytest.approx(params.prefill, rel=0.25)
+    # The prompts' work is priced at the decode's per-token cost, so it is not read as a dearer decode.
+    assert fitted.parameters.token == pytest.approx(params.token, rel=0.25)
 
 
 def test_the_fit_reranks_a_taxed_zero_row_against_k1() -> None:
@@ -116,7 +119,8 @@ def test_a_factor_per_mode_could_not_rerank_but_the_fit_does() -> None:
     prior = Predictor(COST, WEAK, Calibration())
     for batch in (16, 256):
         assert fitted.best(batch, range(1, 6))[0] == prior.best(batch, range(1, 6))[0]
-        assert fitted.step(1, batch, drafter_loaded=True) == pytest.approx(2 * COST.step_spec(1, batch), rel=0.03)
+        shape = fitted.shape(1, batch, drafter_loaded=True)
+        assert fitted.step(1, batch, drafter_loaded=True) == pytest.approx(2 * COST.step(shape), rel=0.03)
 
 
 def test_uncertainty_shrinks_with_evidence() -> None:
@@ -134,7 +138,7 @@ def test_off_hours_teach_the_verify_cost() -> None:
     calibration = Calibration()
     for i, batch in enumerate((8, 64, 128, 256, 512, 1024) * 20):
         shape = StepShape(batch, batch, rng.uniform(200, 2000), 0, False)
-        shape, step = observed(COST, params, shape, rate=0.0, noise=0.0)
+        shape, step = observed(COST, params, shape, noise=0.0)
         calibration = calibration.observe(COST, shape, step, 30.0 * i, weight=0.25)
     fitted = calibration.fitted(COST)
     # A plain batch of 1024 tokens is the forward that verifies k=3 for 256 sequences.
@@ -168,12 +172,19 @@ def test_a_status_from_the_scalar_calibration_starts_from_the_prior() -> None:
     assert Calibration.from_dict({"gram": [1.0, 2.0], "moment": [1.0]}) == Calibration()
 
 
-def test_predicted_tpot_carries_the_prefill_stall() -> None:
+def test_prompt_work_slows_every_step_and_dilutes_the_speed_up() -> None:
+    """Each generated token carries the same share of the prompts in either mode: TPOT rises, and S moves
+    towards 1 (a gain and a loss alike), since the prompts cost what they cost however the tokens decode."""
     config = SpecConfig(enabled=True, k=3)
     quiet = Predictor(COST, SHAREGPT, Calibration())
-    busy = Predictor(COST, SHAREGPT, Calibration().with_admissions(20.0))
+    busy = Predictor(COST, SHAREGPT, Calibration().with_prompt_ratio(PROMPT_RATIO))
     assert busy.tpot(config, 64) > quiet.tpot(config, 64)
-    assert busy.speedup(3, 64) == quiet.speedup(3, 64)  # the stall cancels in the speed-up
+    assert busy.tpot(SpecConfig.off(), 64) > quiet.tpot(SpecConfig.off(), 64)
+    assert 1.0 < busy.speedup(3, 8) < quiet.speedup(3, 8)
+    weak, weak_busy = (replace(p, curve=WEAK) for p in (quiet, busy))
+    assert weak.speedup(1, 1024) < weak_busy.speedup(1, 1024) < 1.0
+    # A window whose pods report no token counters keeps the last ratio.
+    assert busy.calibration.with_prompt_ratio(None) == busy.calibration
 
 
 def test_windows_of_signals_feed_the_fit_and_the_decision_inputs() -> None:
@@ -195,3 +206,24 @@ def test_windows_of_signals_feed_the_fit_and_the_decision_inputs() -> None:
     assert obs.batch == 64
     assert step == pytest.approx(1e3 * 1.3 * COST_8B_H100.step_off(64), rel=0.03)
     assert 0 < spread < 0.05 * step
+
+
+def test_the_pods_prompt_tokens_are_priced_as_prompt_work_not_as_decode() -> None:
+    """An off fleet at the roofline serving prompts 2.5x its answers: with the pods' prompt ratio the fit keeps
+    the per-token decode cost where it is; without it, it reads the prompts as a dearer decode."""
+    ctx = make_context()
+
+    def fleet_fit(reported: float | None) -> Predictor:
+        state = PolicyState(current=SpecConfig.off(), last_good=SpecConfig.off())
+        for i in range(200):
+            batch = (16, 64, 160)[i % 3]
+            step = COST_8B_H100.step(COST_8B_H100.shape(0, batch, drafter=False, prompt_tokens=batch * PROMPT_RATIO))
+            signals = make_signals(batch, enabled=False, tpot_seconds=step, prompt_tokens_per_output=reported)
+            state, obs = learn(30.0 * i, signals, state, ctx)
+        return obs.predictor
+
+    informed, blind = fleet_fit(PROMPT_RATIO), fleet_fit(None)
+    assert informed.calibration.prompt_ratio == PROMPT_RATIO
+    prior_token = COST_8B_H100.prior().token
+    assert informed.fitted.parameters.token == pytest.approx(prior_token, rel=0.05)
+    assert blind.fitted.parameters.token > 1.2 * prior_token

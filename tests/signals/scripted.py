@@ -29,6 +29,8 @@ class Script:
     positions: tuple[int, ...] | None = None  # positions exposed (default: all)
     drafts_per_second: float = 20.0
     requests_per_second: float = 2.0
+    prompt_tokens_per_request: float = 600.0
+    output_tokens_per_request: float = 200.0
     tpot_mean_seconds: float = 0.03
     running: float = 4.0
     waiting: float = 1.0
@@ -72,6 +74,8 @@ class ScriptedPod(Collector):
     def _load(self, elapsed: float) -> Iterator[Metric]:
         requests = self.script.requests_per_second * elapsed
         yield counter("vllm:request_success", requests, extra={"finished_reason": "length"})
+        yield counter("vllm:prompt_tokens", requests * self.script.prompt_tokens_per_request)
+        yield counter("vllm:generation_tokens", requests * self.script.output_tokens_per_request)
         yield histogram(
             "vllm:request_time_per_output_token_seconds",
             TPOT_BUCKETS,

@@ -168,6 +168,8 @@ async def test_batched_read_matches_the_scripted_fleet(fleet: Fleet) -> None:
     assert steady.acceptance_by_position == pytest.approx(list(acceptance), rel=1e-6)
     assert steady.draft_acceptance_rate == pytest.approx(sum(acceptance) / len(acceptance), rel=1e-6)
     assert steady.qps == pytest.approx(2 * STEADY.requests_per_second, rel=0.05)
+    ratio = STEADY.prompt_tokens_per_request / STEADY.output_tokens_per_request
+    assert steady.prompt_tokens_per_output == pytest.approx(ratio, rel=1e-6)
     assert steady.concurrency_per_replica == pytest.approx(STEADY.running)
     assert steady.concurrency_p90 == pytest.approx(STEADY.running)
     assert steady.waiting_requests == pytest.approx(2 * STEADY.waiting)

@@ -55,6 +55,8 @@ def stats_of_two_pods() -> WindowStats:
             "accepted": {"a": 12.0, "b": 36.0},
             "draft_tokens": {"a": 30.0, "b": 90.0},
             "success": {"a": 1.0, "b": 2.0},
+            "prompt_tokens": {"a": 600.0, "b": 900.0},
+            "generation_tokens": {"a": 200.0, "b": 400.0},
             "tpot_sum": {"a": 0.05, "b": 0.15},
             "tpot_count": {"a": 1.0, "b": 2.0},
         },
@@ -76,6 +78,7 @@ def test_signals_aggregate_pods_and_carry_their_evidence() -> None:
     assert signals.acceptance_by_position == pytest.approx([0.6, 0.4, 0.2])
     assert signals.draft_acceptance_rate == pytest.approx(48 / 120)
     assert signals.qps == pytest.approx(3.0)
+    assert signals.prompt_tokens_per_output == pytest.approx(1500 / 600)  # the fleet's tokens, not a mean of pods
     assert signals.concurrency_per_replica == pytest.approx(3.0)
     assert signals.concurrency_p90 == pytest.approx(4.0)
     assert signals.waiting_requests == pytest.approx(1.5)
@@ -112,6 +115,14 @@ def test_idle_speculation_has_evidence_of_zero_rounds_and_no_ratio() -> None:
     assert signals.evidence is not None
     assert signals.evidence.acceptance is not None
     assert (signals.evidence.acceptance.pods, signals.evidence.acceptance.samples) == (1, 0.0)
+
+
+def test_pods_without_token_counters_or_tokens_leave_the_prompt_ratio_unset() -> None:
+    stats = stats_of_two_pods()
+    stats.counters["generation_tokens"] = {"a": 0.0, "b": 0.0}  # nothing generated in the window
+    assert to_signals(stats, 60.0, "h", "t").prompt_tokens_per_output is None
+    del stats.counters["prompt_tokens"]
+    assert to_signals(stats, 60.0, "h", "t").prompt_tokens_per_output is None
 
 
 def test_only_the_current_configuration_counts_and_absent_ones_say_why() -> None:

@@ -658,6 +658,9 @@ class Signals(ApiModel):
     )
     draft_acceptance_rate: float | None = Field(default=None, description="Accepted ÷ proposed draft tokens.")
     qps: float | None = Field(default=None, description="Completed requests per second, fleet-wide.")
+    prompt_tokens_per_output: float | None = Field(
+        default=None, description="Prompt tokens admitted per generated token: the prefill the decode steps carry."
+    )
     concurrency_per_replica: float | None = Field(default=None, description="Mean running requests per replica.")
     concurrency_p90: float | None = Field(default=None, description="p90 of running requests per replica.")
     waiting_requests: float | None = Field(default=None, description="Mean queued requests, fleet-wide.")

@@ -5,8 +5,9 @@ TPOT·L with it (L tokens per verify step). Its features (`CostModel.features`) 
 parameters (`Parameters`), which both modes share: a plain step of B tokens and the verification of B·(k+1)
 run the same target forward, so hours off teach the verify cost and hours on the drafter's. The roofline is
 the prior (each parameter ±PRIOR_SPREAD of its value) and rules until evidence accumulates; the evidence is
-bounded (sufficient statistics, halved every EVIDENCE_HALF_LIFE_S). Prompts that chunked prefill folds into
-the decode steps are a feature of their own (admitted requests per step), so they are not read as decode cost.
+bounded (sufficient statistics, halved every EVIDENCE_HALF_LIFE_S). The prompt tokens that chunked prefill
+folds into the decode steps are counted in the forward's tokens (the pods' prompt tokens per generated token,
+times the tokens the step generated), so their cost is not read as the decode's.
 """
 
 from __future__ import annotations
@@ -42,8 +43,9 @@ class Calibration:
 
     evidence: Evidence = field(default_factory=Evidence)
     observed_at: float | None = None
-    # Requests admitted per second per replica in the last window: their prefill shares the decode steps.
-    admission_rate: float = 0.0
+    # Prompt tokens admitted per generated token in the last window that reported it: every step carries that
+    # many prompt tokens per token it generates (chunked prefill), whatever the batch.
+    prompt_ratio: float = 0.0
 
     def observe(self, cost: CostModel, shape: StepShape, step_s: float, now: float, weight: float) -> Calibration:
         """Fold one observed step time of a step of `shape` in; faults (see RATIO_BOUNDS) change nothing."""
@@ -54,14 +56,14 @@ class Calibration:
         evidence = self.evidence.add(cost.features(shape), step_s, weight, decay)
         return replace(self, evidence=evidence, observed_at=now)
 
-    def with_admissions(self, rate: float) -> Calibration:
-        return replace(self, admission_rate=max(rate, 0.0))
+    def with_prompt_ratio(self, ratio: float | None) -> Calibration:
+        return self if ratio is None else replace(self, prompt_ratio=max(ratio, 0.0))
 
     def fitted(self, cost: CostModel) -> FittedCost:
         return FittedCost(cost, self)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**self.evidence.to_dict(), "observedAt": self.observed_at, "admissionRate": self.admission_rate}
+        return {**self.evidence.to_dict(), "observedAt": self.observed_at, "promptRatio": self.prompt_ratio}
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> Calibration:
@@ -73,7 +75,7 @@ class Calibration:
         if evidence.moment and len(evidence.moment) != len(PARAMETER_NAMES):
             return cls()
         at = raw.get("observedAt")
-        return cls(evidence, None if at is None else float(at), float(raw.get("admissionRate", 0.0)))
+        return cls(evidence, None if at is None else float(at), float(raw.get("promptRatio", 0.0)))
 
 
 @dataclass(frozen=True)
@@ -113,15 +115,6 @@ class FittedCost:
             for t, b in zip(self.cost.features(top), self.cost.features(bottom), strict=True)
         )
         return self.posterior.predictive_std(gradient)
-
-    def stall(self) -> float:
-        """How much longer each decode step lasts for the prompts chunked prefill folds into it.
-
-        A step of decode cost d carrying the prompts of r·s admissions (rate r, step s) lasts s = d + p·r·s,
-        so s = d / (1 - p·r). It cancels in every speed-up, so only predicted TPOT carries it.
-        """
-        share = self.parameters.prefill * self.calibration.admission_rate
-        return 1.0 / max(1.0 - share, 0.5)
 
 
 def roofline_spread(cost: CostModel) -> tuple[float, ...]:

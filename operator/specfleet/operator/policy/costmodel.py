@@ -40,8 +40,6 @@ UNOVERLAPPED_COMPUTE = 1.0
 STEP_OVERHEAD_S = 1.5e-3
 # Mean tokens in a running sequence's KV cache when the signals do not say (ShareGPT-like chat).
 DEFAULT_CONTEXT_TOKENS = 1024.0
-# Prompt tokens per admitted request the prior prices chunked prefill at, until the fit learns the real cost.
-PROMPT_TOKENS_PRIOR = 512.0
 # Fraction of GPU memory vLLM gives to weights plus KV cache (its default gpu_memory_utilization).
 GPU_MEMORY_UTILIZATION = 0.9
 
@@ -72,9 +70,12 @@ class Parameters:
     """The physical parameters one engine step's time is linear in (seconds per unit of each feature).
 
     A step's target forward over n query tokens, with B sequences of context c, costs
-    `fixed + token·n + knee·max(n - n_knee, 0) + kv·B·c + prefill·admissions`: streaming the weights and the
-    launches; the maths not overlapped with streaming; the maths past the knee, where it outlasts streaming;
-    attention's reads of the KV cache; the prompts that chunked prefill folds into the step. A loaded drafter
+    `fixed + token·n + knee·max(n - n_knee, 0) + kv·B·c`: streaming the weights and the launches; the maths not
+    overlapped with streaming; the maths past the knee, where it outlasts streaming; attention's reads of the
+    KV cache. The n tokens are the decode tokens, B·(k+1). The prompt tokens that chunked prefill folds into the
+    step cost `token` each: they run the same GEMMs, and a prompt's maths is its cost whatever the batch (the
+    knee term stays the decode's). Pricing them with the decode's own parameter, rather than with one of their
+    own, is what tells them apart: prompt work grows with the load exactly as the batch does. A loaded drafter
     adds `draft_fixed + draft_sequence·B` on every step (its pass runs even at k=0) and, per drafted position,
     `draft_position + draft_token·B + draft_kv·B·c`. The same target parameters price a plain step of B tokens
     and the verification of B·(k+1), so either mode's evidence teaches the other.
@@ -84,7 +85,6 @@ class Parameters:
     token: float
     knee: float
     kv: float
-    prefill: float
     draft_fixed: float
     draft_sequence: float
     draft_position: float
@@ -101,7 +101,7 @@ class StepShape:
     context: float
     k: int
     drafter: bool
-    admissions: float = 0.0  # requests whose prompts the step's chunked prefill carries
+    prompt_tokens: float = 0.0  # prompt tokens the step's chunked prefill carries in the same forward
 
 
 @dataclass(frozen=True)
@@ -167,7 +167,6 @@ class CostModel:
             token=UNOVERLAPPED_COMPUTE * per_token + allreduce_token,
             knee=per_token,
             kv=kv_token,
-            prefill=PROMPT_TOKENS_PRIOR * (1 + UNOVERLAPPED_COMPUTE) * per_token,
             draft_fixed=self.draft.fixed_s,
             # Every step, k=0 included, the drafter runs over each sequence's new token to keep its own KV in step.
             draft_sequence=share * (per_token + kv_token * self.context_tokens),
@@ -182,10 +181,9 @@ class CostModel:
         drafter = 1.0 if shape.drafter else 0.0
         return (
             1.0,
-            shape.tokens,
+            shape.tokens + shape.prompt_tokens,
             max(shape.tokens - self.knee_tokens, 0.0),
             kv_tokens,
-            shape.admissions,
             drafter,
             drafter * shape.batch,
             float(shape.k),
@@ -193,9 +191,10 @@ class CostModel:
             shape.k * kv_tokens,
         )
 
-    def shape(self, k: int, batch: float, *, drafter: bool) -> StepShape:
-        """A decode step at `batch` sequences of this model's context, verifying k drafts each."""
-        return StepShape(batch=batch, tokens=batch * (k + 1), context=self.context_tokens, k=k, drafter=drafter)
+    def shape(self, k: int, batch: float, *, drafter: bool, prompt_tokens: float = 0.0) -> StepShape:
+        """A decode step at `batch` sequences of this model's context, verifying k drafts each, with
+        `prompt_tokens` of chunked prefill in the same forward."""
+        return StepShape(batch, batch * (k + 1), self.context_tokens, k, drafter, prompt_tokens)
 
     @cached_property
     def roofline_values(self) -> tuple[float, ...]:

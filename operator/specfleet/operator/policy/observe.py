@@ -16,7 +16,7 @@ from specfleet.operator.policy.acceptance import (
 )
 from specfleet.operator.policy.calibration import Calibration, observation_weight
 from specfleet.operator.policy.context import Context
-from specfleet.operator.policy.costmodel import CostModel, StepShape, context_from_signals
+from specfleet.operator.policy.costmodel import CostModel, context_from_signals
 from specfleet.operator.policy.decision import Inputs
 from specfleet.operator.policy.predictor import Predictor
 from specfleet.operator.policy.state import PolicyState, SpecConfig
@@ -63,7 +63,7 @@ class Observation:
         """What the fit believes at the measured batch: the running config's step time and its uncertainty,
         and the drafter's tax on a k=0 row."""
         predictor, b = self.predictor, max(batch, 1.0)
-        shape = predictor.cost.shape(current.k_at(b), b, drafter=current.enabled)
+        shape = predictor.shape(current.k_at(b), b, drafter_loaded=current.enabled)
         return {
             "fitWeight": predictor.calibration.evidence.weight,
             "fitStepMs": 1e3 * predictor.fitted.step(shape),
@@ -89,8 +89,7 @@ def learn(now: float, signals: Signals | None, state: PolicyState, ctx: Context)
             state = replace(state, acceptance=AcceptanceMemory(merge(measured, state.acceptance), now))
     if fresh and signals.tpot_seconds is not None:
         weight = observation_weight(ctx.policy.interval_seconds, ctx.policy.window_seconds)
-        pods = signals.pods or ctx.fleet.ready_replicas or 1
-        calibration = _calibrate(state.calibration, cost, state.current, batch, signals, now, weight, pods)
+        calibration = _calibrate(state.calibration, cost, state.current, batch, signals, now, weight)
         state = replace(state, calibration=calibration)
     return state, _observation(now, signals, state, ctx, cost, fresh=fresh)
 
@@ -144,13 +143,13 @@ def _calibrate(
     signals: Signals,
     now: float,
     weight: float,
-    pods: int,
 ) -> Calibration:
     """One observed step time at the batch, context and k that ran: TPOT off, TPOT·L under speculation.
 
     A table's k=0 row is still a speculating engine (the drafter runs): its steps teach the drafter's tax.
-    The prompts admitted meanwhile (completions per second per pod, a steady state's arrivals) shared the
-    steps through chunked prefill: admissions per step is their feature, so they are not fitted as decode.
+    The prompts admitted meanwhile shared the steps through chunked prefill: the step's forward carried the
+    pods' prompt tokens per generated token times the L tokens per sequence it generated, so their cost is
+    fitted as the prompt's, not the decode's. Pods that do not report token counters leave the last ratio.
     """
     assert signals.tpot_seconds is not None
     b = max(batch, 1.0)
@@ -159,9 +158,10 @@ def _calibrate(
     if length is None:
         return calibration
     step_s = signals.tpot_seconds * length
-    rate = (signals.qps or 0.0) / pods
-    shape = StepShape(b, b * (k + 1), cost.context_tokens, k, current.enabled, admissions=rate * step_s)
-    return calibration.with_admissions(rate).observe(cost, shape, step_s, now, weight)
+    calibration = calibration.with_prompt_ratio(signals.prompt_tokens_per_output)
+    prompt = b * length * calibration.prompt_ratio
+    shape = cost.shape(k, b, drafter=current.enabled, prompt_tokens=prompt)
+    return calibration.observe(cost, shape, step_s, now, weight)
 
 
 def rollout_seconds(state: PolicyState, ctx: Context) -> float:

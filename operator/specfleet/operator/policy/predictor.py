@@ -8,7 +8,7 @@ from functools import cached_property
 
 from specfleet.operator.policy.acceptance import Curve, expected_tokens
 from specfleet.operator.policy.calibration import Calibration, FittedCost
-from specfleet.operator.policy.costmodel import CostModel, speedup
+from specfleet.operator.policy.costmodel import CostModel, StepShape, speedup
 from specfleet.operator.policy.state import SpecConfig
 
 # Loads the guarded speed-up is judged at: 1 to 4096 sequences, 2^(1/4) (≈19 %) apart.
@@ -28,9 +28,17 @@ class Predictor:
     def fitted(self) -> FittedCost:
         return self.calibration.fitted(self.cost)
 
+    def shape(self, k: int, batch: float, *, drafter_loaded: bool) -> StepShape:
+        """One step at `batch` sequences verifying k drafts each, with the prompt tokens chunked prefill folds
+        in: in a steady state every generated token's share of a prompt, E(k) tokens per sequence a step."""
+        b = max(batch, 1.0)
+        generated = b * expected_tokens(self.curve, k)
+        prompt = generated * self.calibration.prompt_ratio
+        return self.cost.shape(k, b, drafter=drafter_loaded, prompt_tokens=prompt)
+
     def step(self, k: int, batch: float, *, drafter_loaded: bool) -> float:
-        """Fitted seconds of one decode step (prefill stalls excluded: they cancel in every speed-up)."""
-        return self.fitted.step(self.cost.shape(k, max(batch, 1.0), drafter=drafter_loaded))
+        """Fitted seconds of one step, its share of the prompts included."""
+        return self.fitted.step(self.shape(k, batch, drafter_loaded=drafter_loaded))
 
     def speedup(self, k: int, batch: float, *, drafter_loaded: bool = False) -> float:
         """Fitted S(k,B); for k=0 1.0 (speculation off) or the drafter tax (a table's k=0 row)."""
@@ -43,15 +51,14 @@ class Predictor:
         """Relative standard deviation of the fitted S(k,B) (0 for speculation off: nothing to predict)."""
         if k == 0 and not drafter_loaded:
             return 0.0
-        b = max(batch, 1.0)
-        return self.fitted.ratio_std(self.cost.shape(0, b, drafter=False), self.cost.shape(k, b, drafter=True))
+        off, spec = self.shape(0, batch, drafter_loaded=False), self.shape(k, batch, drafter_loaded=True)
+        return self.fitted.ratio_std(off, spec)
 
     def drafter_tax(self, batch: float, *, pessimism: float = 0.0) -> float:
         """1 - S(0,B) with the drafter loaded, its step cost raised by `pessimism` standard deviations."""
-        b = max(batch, 1.0)
-        taxed = self.cost.shape(0, b, drafter=True)
+        taxed = self.shape(0, batch, drafter_loaded=True)
         spec = self.fitted.step(taxed) + pessimism * self.fitted.step_std(taxed)
-        return 1.0 - self.step(0, b, drafter_loaded=False) / spec
+        return 1.0 - self.step(0, batch, drafter_loaded=False) / spec
 
     def best(self, batch: float, k_range: range) -> tuple[int, float]:
         """argmax_k S(k,B) over `k_range`; ties go to the smaller k (fewer wasted drafts)."""
@@ -135,5 +142,4 @@ class Predictor:
         (k=0 with the drafter loaded still pays its pass)."""
         b = max(batch, 1.0)
         k = config.k_at(b)
-        step = self.step(k, b, drafter_loaded=config.enabled) * self.fitted.stall()
-        return step / expected_tokens(self.curve, k)
+        return self.step(k, b, drafter_loaded=config.enabled) / expected_tokens(self.curve, k)

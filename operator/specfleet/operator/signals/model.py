@@ -93,6 +93,8 @@ COUNTERS: Mapping[str, str] = {
     "draft_tokens": "spec_decode_num_draft_tokens_total",
     "accepted": "spec_decode_num_accepted_tokens_total",
     "success": "request_success_total",
+    "prompt_tokens": "prompt_tokens_total",
+    "generation_tokens": "generation_tokens_total",
     "tpot_sum": "request_time_per_output_token_seconds_sum",
     "tpot_count": "request_time_per_output_token_seconds_count",
 }

@@ -107,8 +107,10 @@ def _acceptance(stats: WindowStats, window: float) -> tuple[dict[str, object], E
 def _load(stats: WindowStats, window: float) -> tuple[dict[str, object], Evidence | None]:
     success = _total(stats, "success")
     running = finite(stats.gauges.get("running_mean"))
+    prompt, generated = _total(stats, "prompt_tokens"), _total(stats, "generation_tokens")
     values: dict[str, object] = {
         "qps": success[0] if success else None,
+        "prompt_tokens_per_output": ratio(prompt[0], generated[0]) if prompt and generated else None,
         "concurrency_per_replica": mean(running.values()),
         # The mean over pods of each pod's p90 over the window: a typical replica's busy level.
         "concurrency_p90": mean(finite(stats.gauges.get("running_p90")).values()),
