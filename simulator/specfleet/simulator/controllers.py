@@ -14,7 +14,7 @@ from specfleet.operator.api.types import SpecDecodeDeploymentSpec
 from specfleet.operator.policy.belief import SpeedupBelief
 from specfleet.operator.policy.context import Fleet, build_context, initial_state
 from specfleet.operator.policy.decide import decide
-from specfleet.operator.policy.decision import Action, Decision
+from specfleet.operator.policy.decision import Action, Decision, Inputs
 from specfleet.operator.policy.resolve import resolve_policy
 from specfleet.operator.policy.state import SpecConfig
 from specfleet.simulator.config import config_hash
@@ -35,6 +35,17 @@ class Fixed:
         return self.config
 
 
+@dataclass(frozen=True)
+class Held:
+    """An evaluation where a gate held a change back (`Decision.wants`)."""
+
+    time: float
+    code: str  # the gate that held it
+    wants: str  # the change held back ("disable to off")
+    reason: str
+    inputs: Inputs
+
+
 class AutoPolicy:
     """The operator's policy core (`specfleet.operator.policy.decide`), fed the simulated pods' signals."""
 
@@ -44,6 +55,7 @@ class AutoPolicy:
         self.state = initial_state(self.context)
         self.scrape = SimulatedScrape(deployment, spec.model.name, float(resolved.window_seconds))
         self.decisions: list[tuple[float, Decision]] = []
+        self.held: list[Held] = []  # holds that held a change back: why a change came late or never
         self.belief: tuple[SpeedupBelief, ...] = ()  # what the fit believed at its last evaluation
 
     @property
@@ -64,4 +76,6 @@ class AutoPolicy:
         self.belief = decision.belief or self.belief
         if decision.action != Action.HOLD:
             self.decisions.append((now, decision))
+        elif decision.wants is not None:
+            self.held.append(Held(now, str(decision.code), decision.wants, decision.reason, decision.inputs))
         return decision.target if decision.applied else current

@@ -1,0 +1,99 @@
+"""One cell of the policy benchmark, traced: why Auto won or lost there.
+
+    python -m benchmarks.cell_trace SCENARIO TRUTH [--seed N] [--hours H] [--window FROM,TO]
+
+Runs Auto and the static settings on the same requests, as the benchmark does (no tables or oracles), and
+prints each run's mean and p99 TPOT, restarts and live changes; the mean TPOT by arrival hour for Auto, off and
+the best static; every change Auto made, with the load it was judged at; and every stretch of evaluations
+where a gate held a change back (dwell, capacity, switching cost, budget...), once per stretch. `--window`
+limits the last two lists to hours FROM..TO of the trace.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from benchmarks.policy_benchmark import CASES, scenario
+from specfleet.operator.policy.decision import Inputs
+from specfleet.simulator.controllers import AutoPolicy, Fixed, Held
+from specfleet.simulator.evaluation import BASELINES, TRUTHS, run_fleets
+from specfleet.simulator.fleet import Controller, RunResult
+from specfleet.simulator.traces import HOUR
+
+AUTO = "auto"
+REASON_CHARS = 220
+
+
+def _mean_ms(result: RunResult, mask: np.ndarray | None = None) -> float:
+    done = ~np.isnan(result.tpot) if mask is None else mask & ~np.isnan(result.tpot)
+    return float(result.tpot[done].mean()) * 1e3 if done.any() else math.nan
+
+
+def _load(inputs: Inputs) -> str:
+    forecast, ahead = inputs.get("forecast"), inputs.get("rolloutForecast")
+    parts = [f"B̂ {forecast:.0f}" if isinstance(forecast, float) else "B̂ -"]
+    if isinstance(ahead, float):
+        parts.append(f"at rollout end {ahead:.0f}")
+    return ", ".join(parts)
+
+
+def _stretches(held: Sequence[Held], gap: float) -> list[tuple[Held, Held, int]]:
+    """Consecutive holds by the same gate of the same change: (first, last, count)."""
+    stretches: list[tuple[Held, Held, int]] = []
+    for entry in held:
+        if stretches:
+            first, last, count = stretches[-1]
+            if (entry.code, entry.wants) == (last.code, last.wants) and entry.time - last.time <= gap:
+                stretches[-1] = (first, entry, count + 1)
+                continue
+        stretches.append((entry, entry, 1))
+    return stretches
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("scenario", choices=[case.name for case in CASES])
+    parser.add_argument("truth", choices=TRUTHS)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--hours", type=float, default=24.0)
+    parser.add_argument("--window", default=None, help="FROM,TO in hours: the changes and holds listed")
+    args = parser.parse_args(argv)
+    case = next(c for c in CASES if c.name == args.scenario)
+    sc, sizing = scenario(case, args.hours, args.seed, args.truth)
+    low, high = (float(x) for x in args.window.split(",")) if args.window else (0.0, math.inf)
+    auto = AutoPolicy(sc.deployment_spec(), None)
+    controllers: list[Controller] = [auto, *(Fixed(config) for config in BASELINES.values())]
+    runs = run_fleets(sc, controllers, sc.requests(), auto.interval_seconds)
+    results = dict(zip((AUTO, *BASELINES), runs, strict=True))
+    print(f"{sc.name}, truth {sc.truth}, seed {sc.seed}, {args.hours:g} h: {sizing.note}")
+    for name, result in results.items():
+        done = ~np.isnan(result.tpot)
+        p99 = float(np.percentile(result.tpot[done], 99)) * 1e3 if done.any() else math.nan
+        print(f"  {name:11s} mean {_mean_ms(result):7.2f} ms  p99 {p99:7.2f} ms  "
+              f"restarts {result.restarts}  live {result.live_changes}")  # fmt: skip
+    best = min(BASELINES, key=lambda name: _mean_ms(results[name]))
+    print(f"best static {best}: Auto {1 - _mean_ms(results[AUTO]) / _mean_ms(results[best]):+.1%} against it")
+    hours = math.ceil(args.hours)
+    print("mean TPOT (ms) by arrival hour:")
+    for name in dict.fromkeys((AUTO, "off", best)):
+        arrival = results[name].requests.arrival
+        row = (_mean_ms(results[name], (arrival >= h * HOUR) & (arrival < (h + 1) * HOUR)) for h in range(hours))
+        print(f"  {name:11s}" + "".join(f"{v:6.1f}" for v in row))
+    print("changes:")
+    for now, decision in auto.decisions:
+        if low <= now / HOUR <= high:
+            print(f"  {now / HOUR:6.2f} h  {decision.action} ({decision.code}; {_load(decision.inputs)}): "
+                  f"{decision.reason[:REASON_CHARS]}")  # fmt: skip
+    print("held back (one line per stretch of evaluations the same gate held the same change):")
+    for first, last, count in _stretches(auto.held, 1.5 * auto.interval_seconds):
+        if low <= first.time / HOUR <= high:
+            print(f"  {first.time / HOUR:6.2f}-{last.time / HOUR:.2f} h x{count} {first.code} "
+                  f"({_load(first.inputs)}): {first.reason[:REASON_CHARS]}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

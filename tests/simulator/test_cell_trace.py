@@ -1,0 +1,43 @@
+"""The benchmark's cell trace: Auto's changes and the holds that delayed them, on a real simulated cell."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from benchmarks.cell_trace import _stretches, main
+from specfleet.simulator.controllers import Held
+from specfleet.simulator.evaluation import BASELINES
+
+
+def _held(time: float, code: str = "dwell", wants: str = "disable to off") -> Held:
+    return Held(time, code, wants, f"wants {wants}", {})
+
+
+def test_holds_group_into_stretches_of_one_gate_and_one_change() -> None:
+    held = [_held(0), _held(30), _held(60, "capacity"), _held(90, "capacity"), _held(300, "capacity"),
+            _held(330, "capacity", "enable to k=2")]  # fmt: skip
+    stretches = [(first.time, last.time, count, first.code) for first, last, count in _stretches(held, 45.0)]
+    assert stretches == [
+        (0, 30, 2, "dwell"),
+        (60, 90, 2, "capacity"),
+        (300, 300, 1, "capacity"),
+        (330, 330, 1, "capacity"),
+    ]
+
+
+@pytest.mark.slow
+def test_a_burst_cell_shows_the_late_disable_and_what_held_it(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["8b-burst", "steep", "--hours", "2"])
+    out = capsys.readouterr().out
+    for name in ("auto", *BASELINES):
+        assert re.search(rf"^  {re.escape(name)} +mean +\d+\.\d+ ms +p99 +\d+\.\d+ ms +restarts \d+", out, re.M)
+    assert re.search(r"^best static \S+: Auto [+-]\d+\.\d% against it$", out, re.M)
+    assert re.search(r"^  auto +(\s+\d+\.\d){2}$", out, re.M)  # two hours, one mean each
+    changes = out.split("changes:")[1].split("held back")[0]
+    assert re.search(r"h  disable \(loss; B̂ \d+, at rollout end \d+\): S\(k=1", changes)
+    held = out.split("held back")[1]
+    stretch = re.search(r"h x(\d+) dwell \(B̂ \d+.*\): wants disable to off", held)
+    assert stretch is not None
+    assert int(stretch[1]) >= 1
