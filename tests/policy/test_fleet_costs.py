@@ -16,6 +16,7 @@ from specfleet.operator.policy.context import Context, initial_state
 from specfleet.operator.policy.costmodel import CostModel, context_from_signals
 from specfleet.operator.policy.decide import decide
 from specfleet.operator.policy.decision import Action, Decision, Reason
+from specfleet.operator.policy.forecast import Forecast
 from specfleet.operator.policy.observe import drafted_depth, learn
 from specfleet.operator.policy.predictor import Predictor
 from specfleet.operator.policy.schedule import render_schedule
@@ -264,7 +265,8 @@ def test_peaks_that_twice_force_a_restart_to_off_keep_the_fleet_off_for_the_day(
     collapsed = make_signals(4, acceptance_by_position=[0.05], acceptance_length=1.05, draft_acceptance_rate=0.05)
     safety = decide(0.0, collapsed, _at_k1(ctx), ctx)
     assert (safety.action, safety.code, safety.state.loss_peaks) == (Action.DISABLE, Reason.COLLAPSE, ())
-    off = replace(forced.state, verification=None, loss_peaks=(0.0, 7200.0))
+    # Hours later, in a quiet spell: the load forecast has long forgotten the peak.
+    off = replace(forced.state, verification=None, loss_peaks=(0.0, 7200.0), forecast=Forecast(level=2.0))
     quiet = make_signals(2, enabled=False)
     for fleet in (ctx, surge):
         held = decide(9000.0, quiet, off, fleet)
@@ -318,3 +320,59 @@ def test_peaks_the_fleet_cannot_follow_turn_speculation_off_in_the_trough() -> N
     assert decide(9000.0, make_signals(4), peaks, pinned).action != Action.DISABLE
     busy = decide(9000.0, make_signals(100, kv_cache_usage=0.9), peaks, ctx)
     assert busy.code == Reason.CAPACITY  # no rollout the others cannot carry, not even to go off
+
+
+def _poor_at(load: float, kv_per_sequence: float = 1 / 400, enabled: bool = True) -> Signals:
+    if not enabled:
+        return make_signals(load, enabled=False, kv_cache_usage=load * kv_per_sequence)
+    accepted = list(POOR[:3])
+    return make_signals(load, kv_cache_usage=load * kv_per_sequence, acceptance_by_position=accepted,
+                        acceptance_length=1 + sum(accepted))  # fmt: skip
+
+
+def test_the_capacity_wall_is_where_the_others_stop_carrying_a_restart() -> None:
+    predictor = Predictor(COST_8B_H100, POOR, Calibration())
+    k1 = SpecConfig(enabled=True, k=1)
+    wall = predictor.capacity_wall(k1, 4)
+    assert 1.0 < wall < predictor.batch_limit(1.0)
+    assert math.isfinite(predictor.rollout_batch(k1, 0.98 * wall, 4))
+    assert math.isinf(predictor.rollout_batch(k1, wall, 4))
+    assert predictor.capacity_wall(k1, 8) > wall  # more pods share a missing one's load
+    assert predictor.capacity_wall(k1, 1) == 1.0  # nothing serves while the only pod restarts
+
+
+def test_a_load_rising_toward_the_capacity_wall_turns_speculation_off_before_it() -> None:
+    """Without a surge pod a fleet that crosses the wall speculating is stuck so until the load falls. Where the
+    load may reach it within the expected dwell and speculating there would not clear the enable bar, the fleet
+    goes off at once, at a low load where a rollout lands (no dwell: a TROUGH change); with a surge pod it
+    follows the load as before."""
+    for surge in (False, True):
+        ctx = make_context(surge=surge, restart_cost_seconds=0, min_k=1, max_k=1)
+        decisions = run(ctx, _at_k1(ctx), lambda now, _: _poor_at(10 + 2 * now / 30), steps=80)
+        first = next((d for d in decisions if d.action != Action.HOLD), None)
+        if surge:
+            assert first is None
+            continue
+        assert first is not None
+        assert (first.action, first.code) == (Action.DISABLE, Reason.CAPACITY)
+        assert "past which 3 of 4 could not carry it while one restarts" in first.reason
+        assert "off while a rollout can still land" in first.reason
+        forecast, reach = first.inputs["forecast"], first.inputs["reach"]
+        assert isinstance(forecast, float)
+        assert isinstance(reach, float)
+        assert forecast < 30 < 90 < reach
+
+
+def test_speculation_turns_on_only_in_a_trough_of_the_capacity_wall() -> None:
+    """An off fleet without a surge pod turns speculation on only at half the wall's load or less: above it the
+    load's noise, or the larger batch a rollout leaves on the pods in service, would soon reach the wall."""
+    ctx = make_context(surge=False, restart_cost_seconds=0, min_k=1, max_k=1, dwell_seconds=0)
+    off = replace(initial_state(ctx), current=SpecConfig.off(), last_good=SpecConfig.off())
+    busy = run(ctx, off, lambda _now, _state: _poor_at(70, enabled=False), steps=4)[-1]
+    assert (busy.action, busy.code) == (Action.HOLD, Reason.CAPACITY)
+    assert "B̂ is above 50% of B=" in busy.reason
+    assert busy.reason.endswith(": stay off")
+    quiet = run(ctx, off, lambda _now, _state: _poor_at(8, enabled=False), steps=4)
+    assert any(d.action == Action.ENABLE for d in quiet)
+    surge = replace(ctx, surge=True)
+    assert any(d.action == Action.ENABLE for d in run(surge, off, lambda _n, _s: _poor_at(70, enabled=False), steps=4))

@@ -20,7 +20,7 @@ from specfleet.operator.policy.gates import LIVE_MIN_GAIN, gate, recurring_peaks
 from specfleet.operator.policy.observe import Observation, learn
 from specfleet.operator.policy.proposal import Kind, Proposal, hold, is_live, relative_gain
 from specfleet.operator.policy.schedule import BATCH_GRID, drifted
-from specfleet.operator.policy.state import PolicyState, SpecConfig, Verification
+from specfleet.operator.policy.state import TROUGH_FRACTION, PolicyState, SpecConfig, Verification
 from specfleet.operator.policy.verify import verify
 
 
@@ -125,6 +125,9 @@ def _advise(now: float, state: PolicyState, obs: Observation, ctx: Context, inpu
         if s_best <= enable_above:
             return hold(Reason.STEADY, f"{at} ≤ {enable_above:.2f}: stay off", current), inputs
         target = ctx.enabled_config(predictor, k_best)
+        walled = _walled(target, b_hat, obs, ctx, enabling=True)
+        if walled:
+            return hold(Reason.CAPACITY, f"{at}, but {walled}: stay off", current), inputs
         gain = relative_gain(1.0, predictor.config_speedup(target, b_hat))
         return Proposal(Action.ENABLE, Reason.GAIN, f"{at} > {enable_above:.2f}", target, gain=gain), inputs
     if s_best < disable_below and ctx.mode != SpeculationMode.ON:
@@ -132,11 +135,46 @@ def _advise(now: float, state: PolicyState, obs: Observation, ctx: Context, inpu
         gain = disable_below / s_current - 1
         reason = f"{at} < {disable_below:.2f}"
         return Proposal(Action.DISABLE, Reason.LOSS, reason, SpecConfig.off(), gain=gain), inputs
+    walled = _walled(current, b_hat, obs, ctx) if ctx.mode != SpeculationMode.ON else None
+    if walled:
+        reason = f"{walled}: off while a rollout can still land ({at})"
+        return Proposal(Action.DISABLE, Reason.CAPACITY, reason, SpecConfig.off(), Kind.TROUGH), inputs
     recurring = recurring_peaks(now, state) if ctx.mode != SpeculationMode.ON else None
     if recurring and s_best > enable_above:
         reason = f"{recurring}: off while the load is low ({at})"
         return Proposal(Action.DISABLE, Reason.RECURRING_PEAKS, reason, SpecConfig.off(), Kind.TROUGH), inputs
     return _retune(state, obs, ctx, k_best, at), inputs
+
+
+def _walled(
+    speculating: SpecConfig, b_hat: float, obs: Observation, ctx: Context, *, enabling: bool = False
+) -> str | None:
+    """Why speculating now would leave the fleet stuck speculating, or None. Without a surge pod no restart
+    lands past the capacity wall (`Predictor.capacity_wall`): a fleet that crosses it speculating stays so
+    until the load falls back, at loads at least the wall's, and speculation gains less the larger the batch.
+    So where the load may reach the wall within the expected dwell (`reach`), speculating is judged at the wall,
+    against the bar it is turned on by: below it, off now, while a rollout can still land (a TROUGH change)."""
+    if ctx.surge or obs.reach is None:
+        return None
+    replicas = max(ctx.fleet.replicas, 1)
+    wall = obs.predictor.capacity_wall(speculating, replicas)
+    # Turning speculation on near the wall waits for a trough of it, as peaks do (TROUGH_FRACTION): the load's
+    # noise, and the batch a rollout without a surge pod leaves on the pods in service, would soon reach it.
+    if enabling and b_hat > TROUGH_FRACTION * wall:
+        return (
+            f"B̂ is above {TROUGH_FRACTION:.0%} of B={wall:.0f} per replica, past which {replicas - 1} of "
+            f"{replicas} could not carry the load while one restarts"
+        )
+    if not b_hat < wall <= obs.reach:
+        return None
+    s_wall = obs.predictor.config_speedup(speculating, wall)
+    if s_wall >= 1 + ctx.policy.enable_margin:
+        return None
+    return (
+        f"the load may reach B={wall:.0f} per replica within {ctx.policy.expected_dwell_seconds:.0f} s "
+        f"(up to {obs.reach:.0f}), past which {replicas - 1} of {replicas} could not carry it while one restarts, "
+        f"and S there is {s_wall:.2f}"
+    )
 
 
 def _retune(state: PolicyState, obs: Observation, ctx: Context, k_best: int, at: str) -> Proposal:

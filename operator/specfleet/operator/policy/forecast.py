@@ -15,6 +15,7 @@ TREND_RATE = 0.3
 DAMPING = 0.8
 # Relative one-step error (sd / level) above which the series counts as volatile.
 VOLATILE_CV = 0.25
+P90_Z = 1.2816  # the standard normal's 90th percentile
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,14 @@ class Forecast:
         if self.level is None:
             return None
         return max(self.level + steps * self.trend, 0.0)
+
+    def reach(self, steps: float) -> float | None:
+        """The high end of where the load may be within `steps` intervals: the rising trend's projection (a
+        falling load may turn: never below the present level) plus the p90 of the one-step error (the noise a
+        window's concurrency shows about the trend)."""
+        if self.level is None:
+            return None
+        return self.level + max(steps * self.trend, 0.0) + P90_Z * math.sqrt(self.error_var)
 
     def to_dict(self) -> dict[str, float | None]:
         return {"level": self.level, "trend": self.trend, "errorVar": self.error_var}

@@ -7,7 +7,7 @@ surge pod a change also waits while the replicas left in service could not carry
 counts every restart-bound change in the rolling hour, rollbacks included; a TUNE change also keeps one
 restart in reserve for its own rollback. Peaks where speculation lost that recur faster than the fleet can
 follow (`recurring_peaks`) hold turning speculation on, and a TROUGH change (off while the load is low, before
-the next one) passes only the capacity gate and the budget.
+the next one or before the capacity wall, see `decide._walled`) passes only the capacity gate and the budget.
 
 A live change (a new batch-size→k table pushed to the running pods, see `proposal.is_live`) costs about
 nothing: no pod restarts and no capacity is lost. It passes only the evidence gate, waits for a restart-bound

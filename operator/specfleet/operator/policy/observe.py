@@ -30,6 +30,8 @@ class Observation:
     forecast: float | None  # B̂: forecast concurrency per replica for the next window
     # The concurrency per replica when a rolling restart begun now would end, if the trend holds.
     rollout_forecast: float | None
+    # The high end of the load per replica over the horizon a change is valued on (the expected dwell).
+    reach: float | None
     fresh: bool  # the signals were measured under the configuration the fleet runs
     length: float | None  # measured L under the running configuration
     drafted_k: float  # mean drafts per verify step that L was measured at (0 when nothing was drafted)
@@ -45,6 +47,7 @@ class Observation:
             "concurrency": self.batch,
             "forecast": self.forecast,
             "rolloutForecast": self.rollout_forecast,
+            "reach": self.reach,
             "acceptanceLength": self.length,
             "tpot": self.tpot,
             "queued": self.queued,
@@ -181,6 +184,7 @@ def _observation(
         batch=signals.concurrency_per_replica if signals is not None else None,
         forecast=state.forecast.predict(steps, p90),
         rollout_forecast=state.forecast.project(rollout_seconds(state, ctx) / ctx.policy.interval_seconds),
+        reach=state.forecast.reach(ctx.policy.expected_dwell_seconds / ctx.policy.interval_seconds),
         fresh=fresh,
         length=signals.acceptance_length if signals is not None and fresh and state.current.enabled else None,
         drafted_k=drafted_k(signals, state.current) if signals is not None else 0.0,

@@ -16,6 +16,7 @@ LOAD_GRID = tuple(2 ** (i / 4) for i in range(49))
 # Fixed-point steps and relative tolerance for the batch a configuration settles at under a given throughput.
 SETTLE_ITERATIONS = 60
 SETTLE_TOLERANCE = 1e-3
+WALL_TOLERANCE = 0.01  # relative precision of `capacity_wall`
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,20 @@ class Predictor:
         b = max(batch, 1.0)
         throughput = b * replicas / (replicas - 1) / self.tpot(config, b)
         return self.settled_batch(config, throughput, self.batch_limit(b))
+
+    def capacity_wall(self, config: SpecConfig, replicas: int) -> float:
+        """The lowest batch per pod from which `replicas` - 1 pods under `config` could not carry the load while
+        one restarts (`rollout_batch` infinite), by bisection; infinite if none up to what a KV cache holds.
+        Past it no rolling restart lands until the load falls back below it."""
+        low, high = 1.0, self.batch_limit(1.0)
+        if math.isfinite(self.rollout_batch(config, high, replicas)):
+            return math.inf
+        if math.isinf(self.rollout_batch(config, low, replicas)):
+            return low
+        while high - low > WALL_TOLERANCE * high:
+            middle = (low + high) / 2
+            low, high = (low, middle) if math.isinf(self.rollout_batch(config, middle, replicas)) else (middle, high)
+        return high
 
     def settled_batch(self, config: SpecConfig, throughput: float, limit: float) -> float:
         """The batch per pod at which `config` serves `throughput` tokens/s per pod: by Little's law the batch
