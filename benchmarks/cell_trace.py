@@ -20,7 +20,7 @@ import numpy as np
 from benchmarks.policy_benchmark import CASES, scenario
 from specfleet.operator.policy.decision import Inputs
 from specfleet.simulator.controllers import AutoPolicy, Fixed, Held
-from specfleet.simulator.evaluation import BASELINES, TRUTHS, run_fleets
+from specfleet.simulator.evaluation import BASELINES, TRUTHS, Slo, run_fleets, summarize
 from specfleet.simulator.fleet import Controller, RunResult
 from specfleet.simulator.traces import HOUR
 
@@ -28,8 +28,10 @@ AUTO = "auto"
 REASON_CHARS = 220
 
 
-def _mean_ms(result: RunResult, mask: np.ndarray | None = None) -> float:
-    done = ~np.isnan(result.tpot) if mask is None else mask & ~np.isnan(result.tpot)
+def _hour_mean_ms(result: RunResult, hour: int) -> float:
+    """Mean TPOT of the requests that arrived in `hour` and finished."""
+    arrival = result.requests.arrival
+    done = (arrival >= hour * HOUR) & (arrival < (hour + 1) * HOUR) & ~np.isnan(result.tpot)
     return float(result.tpot[done].mean()) * 1e3 if done.any() else math.nan
 
 
@@ -69,19 +71,17 @@ def main(argv: list[str] | None = None) -> None:
     controllers: list[Controller] = [auto, *(Fixed(config) for config in BASELINES.values())]
     runs = run_fleets(sc, controllers, sc.requests(), auto.interval_seconds)
     results = dict(zip((AUTO, *BASELINES), runs, strict=True))
+    summaries = {name: summarize(name, result, Slo(), sc.trace.duration) for name, result in results.items()}
     print(f"{sc.name}, truth {sc.truth}, seed {sc.seed}, {args.hours:g} h: {sizing.note}")
-    for name, result in results.items():
-        done = ~np.isnan(result.tpot)
-        p99 = float(np.percentile(result.tpot[done], 99)) * 1e3 if done.any() else math.nan
-        print(f"  {name:11s} mean {_mean_ms(result):7.2f} ms  p99 {p99:7.2f} ms  "
-              f"restarts {result.restarts}  live {result.live_changes}")  # fmt: skip
-    best = min(BASELINES, key=lambda name: _mean_ms(results[name]))
-    print(f"best static {best}: Auto {1 - _mean_ms(results[AUTO]) / _mean_ms(results[best]):+.1%} against it")
+    for name, summary in summaries.items():
+        print(f"  {name:11s} mean {summary.tpot_mean * 1e3:7.2f} ms  p99 {summary.tpot_p99 * 1e3:7.2f} ms  "
+              f"restarts {summary.restarts}  live {summary.live_changes}")  # fmt: skip
+    best = min(BASELINES, key=lambda name: summaries[name].tpot_mean)
+    print(f"best static {best}: Auto {1 - summaries[AUTO].tpot_mean / summaries[best].tpot_mean:+.1%} against it")
     hours = math.ceil(args.hours)
     print("mean TPOT (ms) by arrival hour:")
     for name in dict.fromkeys((AUTO, "off", best)):
-        arrival = results[name].requests.arrival
-        row = (_mean_ms(results[name], (arrival >= h * HOUR) & (arrival < (h + 1) * HOUR)) for h in range(hours))
+        row = (_hour_mean_ms(results[name], h) for h in range(hours))
         print(f"  {name:11s}" + "".join(f"{v:6.1f}" for v in row))
     print("changes:")
     for now, decision in auto.decisions:
