@@ -4,6 +4,7 @@ table, the price of a rollout at the load it happens in, and rollouts whose Read
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -360,7 +361,8 @@ def test_a_load_rising_toward_the_capacity_wall_turns_speculation_off_before_it(
         forecast, reach = first.inputs["forecast"], first.inputs["reach"]
         assert isinstance(forecast, float)
         assert isinstance(reach, float)
-        assert forecast < 30 < 90 < reach
+        wall = float(re.search(r"reach B=(\d+) per replica", first.reason)[1])  # type: ignore[index]
+        assert forecast < wall / 2 < wall <= reach
 
 
 def test_speculation_turns_on_only_in_a_trough_of_the_capacity_wall() -> None:
@@ -376,3 +378,26 @@ def test_speculation_turns_on_only_in_a_trough_of_the_capacity_wall() -> None:
     assert any(d.action == Action.ENABLE for d in quiet)
     surge = replace(ctx, surge=True)
     assert any(d.action == Action.ENABLE for d in run(surge, off, lambda _n, _s: _poor_at(70, enabled=False), steps=4))
+
+
+def test_the_forecast_follows_the_fleet_load_not_a_rollouts_share_of_it() -> None:
+    """While a fleet without a surge pod rolls, one of its four pods is out and the others each carry a third
+    more: the forecast, and so the capacity wall's reach, follow the fleet's load per replica, not that step.
+    With a surge pod every pod still serves, and the pods' mean is the fleet's load."""
+    for surge in (False, True):
+        ctx = make_context(surge=surge)
+        state = initial_state(ctx)
+        for i in range(40):
+            state, _ = learn(30.0 * i, make_signals(40.0), state, ctx)
+        rolling = with_fleet(ctx, ready_replicas=2)
+        per_pod = 40.0 * 4 / 3 if not surge else 40.0
+        for i in range(40, 64):
+            state, obs = learn(30.0 * i, make_signals(per_pod), state, rolling)
+        assert obs.batch == pytest.approx(per_pod)  # the step times are still fitted at the pods' own batch
+        assert state.forecast.level == pytest.approx(40.0)
+        assert obs.reach == pytest.approx(40.0)
+    ready = make_context(surge=False)
+    state = initial_state(ready)
+    for i in range(40):
+        state, _ = learn(30.0 * i, make_signals(40.0 * 4 / 3), state, ready)
+    assert state.forecast.level == pytest.approx(40.0 * 4 / 3)  # a ready fleet's pods carry it all

@@ -85,7 +85,7 @@ def learn(now: float, signals: Signals | None, state: PolicyState, ctx: Context)
         return state, _observation(now, None, state, ctx, ctx.cost, fresh=False)
     cost = ctx.cost.with_context(context_from_signals(ctx.cost, signals.kv_cache_usage, batch))
     fresh = _fresh(signals, ctx)
-    state = replace(state, missing_intervals=0, forecast=state.forecast.observe(batch))
+    state = replace(state, missing_intervals=0, forecast=state.forecast.observe(fleet_load(batch, ctx)))
     if fresh and state.current.enabled and (signals.samples or 0) >= ctx.policy.min_samples:
         measured = _measured_curve(signals, state.current)
         if measured:
@@ -95,6 +95,18 @@ def learn(now: float, signals: Signals | None, state: PolicyState, ctx: Context)
         calibration = _calibrate(state.calibration, cost, state.current, batch, signals, now, weight)
         state = replace(state, calibration=calibration)
     return state, _observation(now, signals, state, ctx, cost, fresh=fresh)
+
+
+def fleet_load(batch: float, ctx: Context) -> float:
+    """The fleet's load per replica. While a fleet without a surge pod rolls, one pod is out of service and
+    the others carry its share: the mean per serving pod is n/(n-1) of the fleet's load per replica for the
+    rollout's length, a step that the forecast would otherwise carry forward as a rise. (With a surge pod the
+    old pod serves until its replacement is Ready: n pods serve throughout.) The capacity gate prices the
+    rollout's own share from the fleet's load."""
+    replicas = ctx.fleet.replicas
+    if ctx.fleet.ready or ctx.surge or replicas < 2:
+        return batch
+    return batch * (replicas - 1) / replicas
 
 
 def _fresh(signals: Signals, ctx: Context) -> bool:
