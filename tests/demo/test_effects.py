@@ -67,3 +67,8 @@ def test_the_closing_lines_say_where_the_live_row_stands_and_what_each_change_bo
     assert "at k=2" in lines[3]
     assert closing_lines(_row("live", 0.0095), rows, [])[1:] == ["the operator made no change"]
     assert "at or below" in closing_lines(_row("live", 0.0095), rows, [])[0]
+    # The best table held all run is a static setting too.
+    with_table = [*rows, _row("sim best-table", 0.0094), _row("sim restart-oracle", 0.0080)]
+    assert closing_lines(_row("live", 0.0095), with_table, [])[0] == (
+        "live mean TPOT 9.50 ms is above the best static setting (best-table, 9.40 ms): -1.1%"
+    )

@@ -1,8 +1,8 @@
 """Live tables end to end: the real operator (Kopf over HTTP against the emulator) changes the batch-size→k table
 of the demo's local fleet without restarting a pod.
 
-The fleet starts at a fixed k; its first table is a restart (the pods must start with a table and the ceiling k).
-Then the traffic changes class (GSM8K → code, whose n-gram acceptance is higher), the measured acceptance drifts
+The fleet starts with the table its policy renders from the prior (the pods start with a table and the ceiling
+k). Then the traffic changes class (GSM8K → code, whose n-gram acceptance is higher), the measured acceptance drifts
 from the curve the table was rendered from, and the policy pushes a re-rendered table to each pod's control
 endpoint (the runtime's contract, served by the simulated pods with the runtime's own validation). Checked from
 outside the product: the pods and the Deployment as the API lists them, each pod's own `GET /speculation/table`,
@@ -35,8 +35,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
 NAME, NAMESPACE = "chat", "default"
 WAIT_SECONDS = 120.0
-# Low load, so speculation stays on and only the table changes. The first table's restart is let through at
-# once (no switching-cost test) and verified in one window, however the CPU's timing compares with the prior.
+# Low load, so speculation stays on and only the table changes. Should a restart come first, it is let through
+# at once (no switching-cost test) and verified in one window, however the CPU's timing compares with the prior.
 LIVE_POLICY = {
     "schedule": True,
     "minSamples": 20,
@@ -109,7 +109,7 @@ def _ready_pods(core: kubernetes.client.CoreV1Api) -> list[kubernetes.client.V1P
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     config = DemoConfig(
         workdir=tmp_path_factory.mktemp("live"),
-        fleets=(FleetSpec(NAME, replicas=2, k=2, max_k=3),),  # k=2: the table (k up to 3) pays at once
+        fleets=(FleetSpec(NAME, replicas=2, k=2, max_k=3),),  # the table starts at the ceiling, 3
         trace="constant",
         peak_qps_per_replica=4.0,
         duration=600.0,
@@ -119,7 +119,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     with DemoSession(config) as demo:
         client = kubernetes.config.new_client_from_config(config_file=str(demo.kubeconfig))
         core = kubernetes.client.CoreV1Api(client)
-        sdd = _wait("the first table (a restart) on every pod, verified", lambda: _first_applied(demo))
+        sdd = _wait("the first table on every pod, nothing left to verify", lambda: _first_applied(demo))
         deployment = demo.emulator.get("apps/v1", "deployments", NAME, NAMESPACE)
         assert deployment is not None
         pods_before = {p.metadata.name for p in _pods(core)}

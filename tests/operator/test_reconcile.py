@@ -123,7 +123,9 @@ def test_create_renders_children_and_status(
 def test_k_change_rolls_the_pod_template(
     emulator: EmulatorServer, api_client: kubernetes.client.ApiClient, namespace: str
 ) -> None:
-    _create(api_client, in_namespace(load(EXAMPLES / "code-assistant-ngram.yaml"), namespace))
+    manifest = in_namespace(load(EXAMPLES / "code-assistant-ngram.yaml"), namespace)
+    manifest["spec"]["policy"] = {"schedule": False}  # a fixed k: the spec's k is what the pods run
+    _create(api_client, manifest)
     before = wait_for(lambda: _deployment(emulator, namespace, "code-assistant"), what="the Deployment")
     old_hash = before["spec"]["template"]["metadata"]["labels"][LABEL_CONFIG_HASH]
     _patch_spec(api_client, namespace, "code-assistant", {"spec": {"speculation": {"numSpeculativeTokens": 5}}})
@@ -138,6 +140,33 @@ def test_k_change_rolls_the_pod_template(
     assert json.loads(args[args.index("--speculative-config") + 1])["num_speculative_tokens"] == 5
     status = wait_for(lambda: _observed(emulator, namespace, "code-assistant"), what="observedGeneration")["status"]
     assert status["speculation"]["k"] == 5
+
+
+@pytest.mark.usefixtures("running_operator")
+def test_a_fleet_whose_policy_runs_a_table_starts_with_it(
+    emulator: EmulatorServer, api_client: kubernetes.client.ApiClient, namespace: str
+) -> None:
+    """The default policy renders a batch-size→k table: the pods start with it (no restart to reach it), their
+    engines at the deployment's ceiling k, and a new starting k in the spec leaves them running."""
+    _create(api_client, in_namespace(load(EXAMPLES / "code-assistant-ngram.yaml"), namespace))
+    status = wait_for(lambda: _observed(emulator, namespace, "code-assistant"), what="observedGeneration")["status"]
+    speculation = status["speculation"]
+    table = [(row["maxBatchSize"], row["k"]) for row in speculation["schedule"]]
+    assert table, speculation
+    assert speculation["k"] == max(k for _, k in table) <= 6, speculation
+    assert [k for _, k in table] == sorted((k for _, k in table), reverse=True), table  # less k at more load
+    assert speculation["reason"] == "starting table from the policy's prior"
+    deployment = _deployment(emulator, namespace, "code-assistant")
+    assert deployment is not None
+    args = _args(deployment)
+    config = json.loads(args[args.index("--speculative-config") + 1])
+    assert config["num_speculative_tokens"] == 6  # maxSpeculativeTokens: every table the policy renders fits
+    old_hash = deployment["spec"]["template"]["metadata"]["labels"][LABEL_CONFIG_HASH]
+    _patch_spec(api_client, namespace, "code-assistant", {"spec": {"speculation": {"numSpeculativeTokens": 5}}})
+    wait_for(lambda: _observed(emulator, namespace, "code-assistant"), what="the update to be handled")
+    after = _deployment(emulator, namespace, "code-assistant")
+    assert after is not None
+    assert after["spec"]["template"]["metadata"]["labels"][LABEL_CONFIG_HASH] == old_hash
 
 
 @pytest.mark.usefixtures("running_operator")

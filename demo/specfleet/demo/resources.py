@@ -27,8 +27,6 @@ DEMO_POLICY: dict[str, Any] = {
     "expectedDwellSeconds": 600,
     "minSamples": 20,
     "readyDeadlineSeconds": 30,
-    # A fixed k, so each change the policy makes is one the user can see: on, off, or another k.
-    "schedule": False,
 }
 
 
@@ -47,6 +45,7 @@ VLLM_POLICY: dict[str, Any] = {
     "enableMargin": 1.2,
     "disableMargin": 0.9,
     "minK": VLLM_K,  # k stays 3: the changes are off and on, each a restart of the real engine
+    "schedule": False,
     "cooldownSeconds": 20,
     # The documented default: a switch must pay for the measured restart of the only pod (a minute or more of
     # vLLM-cpu start-up, during which the old engine serves alone); these do by far.

@@ -198,7 +198,13 @@ class SpeculationSpec(ApiModel):
         description="Draft model or EAGLE head repository; required for eagle3 and draft_model, refused for ngram.",
     )
     num_speculative_tokens: int = Field(
-        default=3, ge=1, le=MAX_K, description="Starting k: draft tokens proposed per verify step."
+        default=3,
+        ge=1,
+        le=MAX_K,
+        description=(
+            "Starting k: draft tokens proposed per verify step. Where the policy runs a batch-size→k table "
+            "(Auto or On, schedule on), the pods start with that table instead."
+        ),
     )
     max_speculative_tokens: int = Field(
         default=5,

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from specfleet.operator.api.constants import ANNOTATION_PAUSED, API_VERSION, POLICY_KIND
+from specfleet.operator.api.constants import ANNOTATION_PAUSED
 from specfleet.operator.api.parse import InvalidSpecError, parse_resource
 from specfleet.operator.api.policy_types import PolicySpec
 from specfleet.operator.api.types import (
@@ -19,13 +19,13 @@ from specfleet.operator.api.types import (
 from specfleet.operator.handlers.context import OperatorContext, now_iso
 from specfleet.operator.handlers.converge import status_patch
 from specfleet.operator.handlers.fleet import EventNote, SyncResult, hashed_speculation, sync_fleet
+from specfleet.operator.handlers.policy_ref import PolicyNotFoundError, resolve
 from specfleet.operator.handlers.profile import CompletedProfile, measured_for
 from specfleet.operator.handlers.signals_hub import Watched
-from specfleet.operator.kubeapi import Ref, sdd_ref
+from specfleet.operator.kubeapi import sdd_ref
 from specfleet.operator.policy.context import Context, Fleet, build_context, initial_state
 from specfleet.operator.policy.decide import decide
 from specfleet.operator.policy.defaults import INTERVAL_SECONDS
-from specfleet.operator.policy.resolve import ResolvedPolicy, resolve_policy
 from specfleet.operator.policy.state import PolicyState
 from specfleet.operator.signals.model import FleetTarget, PodEndpoint, Unavailable
 from specfleet.operator.status.conditions import set_condition
@@ -33,22 +33,8 @@ from specfleet.operator.status.evaluation import fold_evaluation, to_spec_config
 from specfleet.operator.status.fleet import DEGRADED
 
 
-class PolicyNotFoundError(LookupError):
-    """The referenced SpeculationPolicy does not exist."""
-
-
 def is_paused(body: dict[str, Any]) -> bool:
     return str(body["metadata"].get("annotations", {}).get(ANNOTATION_PAUSED, "")).lower() == "true"
-
-
-async def resolve(ctx: OperatorContext, namespace: str, spec: SpecDecodeDeploymentSpec) -> ResolvedPolicy:
-    referenced = None
-    if spec.policy_ref is not None:
-        found = await ctx.api.get(Ref(API_VERSION, POLICY_KIND, namespace, spec.policy_ref.name))
-        if found is None:
-            raise PolicyNotFoundError(f"SpeculationPolicy {namespace}/{spec.policy_ref.name} not found")
-        referenced = PolicySpec.model_validate(found.get("spec") or {})
-    return resolve_policy(referenced, spec.policy, spec.speculation.max_speculative_tokens)
 
 
 def watched(

@@ -12,11 +12,13 @@ from specfleet.operator.api.parse import InvalidSpecError, parse_resource
 from specfleet.operator.api.types import SpecDecodeDeploymentSpec, SpecDecodeDeploymentStatus, SpeculationState
 from specfleet.operator.handlers.children import Outcome, apply_child
 from specfleet.operator.handlers.context import OperatorContext, now_iso
+from specfleet.operator.handlers.policy_ref import PolicyNotFoundError, resolve
 from specfleet.operator.render.applied import in_place
 from specfleet.operator.render.children import render_children, render_control_secret
 from specfleet.operator.render.engine import engine_config, initial_speculation, pinned_speculation
 from specfleet.operator.render.labels import Owner, selector_string
 from specfleet.operator.status.fleet import fleet_status, invalid_status
+from specfleet.operator.status.starting import starting_speculation
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +63,9 @@ async def sync_fleet(
         already_reported = any(c.reason == "InvalidSpec" and c.message == message for c in previous.conditions)
         warnings = [] if already_reported else [EventNote("Warning", "InvalidSpec", message)]
         return SyncResult(invalid_status(previous, message, generation, now), warnings)
-    current = state or (None if restart_from_spec else previous.speculation) or initial_speculation(spec)
+    current = state or (None if restart_from_spec else previous.speculation)
+    if current is None:
+        current = await _starting(ctx, owner_of(body).namespace, spec, now)
     pinned = hashed_speculation(spec, current, now)
     config_hash = str(pinned.config_hash)
     owner = owner_of(body)
@@ -79,6 +83,16 @@ async def sync_fleet(
             events.append(EventNote("Normal", outcome.value, _child_message(outcome, child, config_hash)))
     status = fleet_status(previous, spec, pinned, deployment, selector_string(owner), generation, now)
     return SyncResult(status, events)
+
+
+async def _starting(ctx: OperatorContext, namespace: str, spec: SpecDecodeDeploymentSpec, now: str) -> SpeculationState:
+    """The configuration new pods start with: the policy's table where it runs one (see `starting_speculation`).
+    A policy not found yet starts the spec's; the evaluation reports it."""
+    try:
+        policy = await resolve(ctx, namespace, spec)
+    except PolicyNotFoundError:
+        return starting_speculation(spec, None, now)
+    return starting_speculation(spec, policy, now)
 
 
 def hashed_speculation(spec: SpecDecodeDeploymentSpec, state: SpeculationState, now: str) -> SpeculationState:
