@@ -8,12 +8,18 @@ import pytest
 from specfleet.demo.effects import change_effects
 from specfleet.demo.engine import Finished
 from specfleet.demo.fleet import Completed
-from specfleet.demo.report import Row, closing_lines
+from specfleet.demo.report import Row, closing_lines, served_tables
 from specfleet.demo.timeline import DecisionRecord
+from specfleet.operator.policy.state import SpecConfig
+from specfleet.simulator.config import label
+
+TABLE = SpecConfig(enabled=True, k=3, schedule=((48, 3), (96, 2), (1024, 1)))
+SPECS = {"off": SpecConfig.off(), "k=2": SpecConfig(enabled=True, k=2), "k=3": SpecConfig(enabled=True, k=3)}
 
 
 def _served(config: str, arrival: float, tpot: float) -> Completed:
-    return Completed("chat", config, Finished(arrival=arrival, ttft=0.1, tpot=tpot, e2e=1.0, output=100))
+    spec = SPECS.get(config, TABLE)
+    return Completed("chat", config, spec, Finished(arrival=arrival, ttft=0.1, tpot=tpot, e2e=1.0, output=100))
 
 
 CHANGES = [
@@ -48,10 +54,25 @@ def test_each_change_is_judged_against_the_configuration_the_pods_ran_before_it(
 
 
 def test_a_configuration_without_a_static_baseline_is_compared_with_nothing() -> None:
-    (effect,) = change_effects(CHANGES[:1], [_served("k≤3 table", 5.0, 0.01)], BASELINES, duration=30.0)
-    assert effect.replaced == "k≤3 table"
+    (effect,) = change_effects(CHANGES[:1], [_served(label(TABLE), 5.0, 0.01)], BASELINES, duration=30.0)
+    assert effect.replaced == "table(48:3,96:2,1024:1)"
     assert effect.kept_tpot is None
     assert effect.bought is None
+
+
+def test_the_tables_the_pods_ran_are_told_apart_by_their_rows_and_priced_like_static_settings() -> None:
+    other = SpecConfig(enabled=True, k=3, schedule=((64, 3), (1024, 1)))
+    finished = Finished(arrival=13.0, ttft=0.1, tpot=0.01, e2e=1.0, output=9)
+    completed = [_served("k=3", 1.0, 0.01), _served(label(TABLE), 12.0, 0.01), _served(label(TABLE), 15.0, 0.01)]
+    completed.append(Completed("chat", label(other), other, finished))
+    assert served_tables(completed) == {label(TABLE): TABLE, label(other): other}
+    # With the table simulated as a baseline, the change away from it is priced against keeping it.
+    kept = {**BASELINES, label(TABLE): (ARRIVAL, np.array([0.010, 0.011, 0.011, 0.012, 0.012]))}
+    changes = [DecisionRecord(20.0, "chat", "disable", "loss", True)]
+    (effect,) = change_effects(changes, [*completed, _served("off", 22.0, 0.009)], kept, duration=30.0)
+    assert effect.replaced == label(TABLE)
+    assert effect.kept_tpot == pytest.approx(0.012)
+    assert effect.bought == pytest.approx(1 - 0.009 / 0.012)
 
 
 def _row(name: str, tpot: float) -> Row:

@@ -83,9 +83,11 @@ def main(argv: list[str] | None = None) -> int:
             timeline = _watch(demo, console, duration, live=not args.no_live and console.is_terminal)
             assert demo.fleet is not None
             completed = demo.fleet.take_completed()
+        served = [c for c in completed if c.deployment == fleet.name]
         console.print("simulating the static baselines on the same trace…")
-        evaluation = report.baselines(fleet, demo.traces[fleet.name], DEMO_POLICY, args.gpu, args.startup_delay)
-    served = [c for c in completed if c.deployment == fleet.name]
+        evaluation = report.baselines(
+            fleet, demo.traces[fleet.name], DEMO_POLICY, args.gpu, args.startup_delay, report.served_tables(served)
+        )
     live = report.live_row(served, duration, len(timeline.changes(fleet.name)))
     rows = report.rows(live, evaluation)
     console.print(report.summary_table(f"{fleet.name}: {duration:.0f} s, trace {args.trace}", rows))

@@ -2,8 +2,8 @@
 next one, against keeping the configuration the change replaced, simulated on the same stretch of the trace.
 
 The replaced configuration is the one that served most of the live requests arriving just before the change
-(what the pods really ran, not what the decision said). A table, which has no static baseline, is compared
-with nothing.
+(what the pods really ran, not what the decision said); a table is told apart by its rows. A configuration
+without a simulated baseline is compared with nothing.
 """
 
 from __future__ import annotations

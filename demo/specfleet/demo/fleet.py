@@ -25,6 +25,7 @@ from specfleet.demo.traffic import RoundRobin, arrivals
 from specfleet.operator.policy.state import SpecConfig
 from specfleet.runtime.engine_args import EngineConfig
 from specfleet.runtime.table_control import LiveTable, startup_table
+from specfleet.simulator.config import label
 from specfleet.simulator.evaluation import MODEL_IDS
 from specfleet.simulator.hardware import DEPLOYMENTS, GPUS
 from specfleet.simulator.perf import METHOD_FAMILY, DraftFamily, ReplicaPerf, replica_perf
@@ -69,10 +70,8 @@ class SimulatedPod(LocalPod):
 
     @property
     def label(self) -> str:
-        config = self.engine.config
-        if not config.enabled:
-            return "off"
-        return f"k≤{config.k} table" if config.schedule else f"k={config.k}"
+        """off, k=3, or the table's rows: each table the pods ran is told apart (and priced, see report.py)."""
+        return label(self.engine.config)
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,8 @@ class Completed:
     """A finished request, with the deployment and configuration that served it."""
 
     deployment: str
-    config: str
+    config: str  # its label
+    spec: SpecConfig
     finished: Finished
 
 
@@ -157,7 +157,7 @@ class LocalFleet(LocalKubelet[SimulatedPod]):
                 deployment.dropped += deployment.router.route(new, ready)
         for pod in self.pods.values():
             done = pod.engine.advance(now)
-            self.completed += [Completed(pod.deployment, pod.label, f) for f in done]
+            self.completed += [Completed(pod.deployment, pod.label, pod.engine.config, f) for f in done]
 
     def _launch(self, pod: NewPod) -> SimulatedPod:
         model, config, family = engine_setup(pod.container.get("args", []))

@@ -8,7 +8,7 @@ fleet's engines measured for every request completed while the real operator was
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -26,11 +26,13 @@ from specfleet.demo.load import Answer
 from specfleet.demo.resources import FleetSpec
 from specfleet.demo.timeline import Timeline
 from specfleet.operator.api.policy_types import PolicySpec
+from specfleet.operator.policy.state import SpecConfig
 from specfleet.simulator.evaluation import (
     AUTO,
     BASELINES,
     BEST_TABLE,
     RESTART_ORACLE,
+    TABLE_CANDIDATES,
     Evaluation,
     Scenario,
     evaluate,
@@ -74,15 +76,24 @@ def _row(name: str, tpot: Sequence[float], e2e: Sequence[float], tokens: int, du
     )  # fmt: skip
 
 
+def served_tables(completed: Sequence[Completed]) -> dict[str, SpecConfig]:
+    """The batch-size tables the live pods ran, by label: each is simulated as a static setting too, so that a
+    change away from one is priced against keeping it."""
+    return {c.config: c.spec for c in completed if c.spec.schedule}
+
+
 def baselines(
-    fleet: FleetSpec, trace: Trace, policy: dict[str, object], gpu: str, restart_seconds: float
-) -> Evaluation:
+    fleet: FleetSpec, trace: Trace, policy: dict[str, object], gpu: str, restart_seconds: float,
+    tables: Mapping[str, SpecConfig],
+) -> Evaluation:  # fmt: skip
+    """The simulated runs on the live run's trace: the policy, the static settings, the candidate tables and
+    `tables` (the ones the live pods ran), and the hindsight runs over them."""
     # The local fleet rolls as the operator renders the demo's resource (spec.rollout.maxSurge 1): with a surge pod.
     scenario = Scenario(
         name=fleet.name, trace=trace, gpu=gpu, replicas=fleet.replicas, method=fleet.method,
         restart_seconds=restart_seconds, dt=0.5, surge=True,
     )  # fmt: skip
-    return evaluate(scenario, PolicySpec.model_validate(policy))
+    return evaluate(scenario, PolicySpec.model_validate(policy), tables={**TABLE_CANDIDATES, **tables})
 
 
 # The simulated policy, the static settings a user could have pinned, the best of the candidate tables, and the
@@ -115,9 +126,10 @@ RUN_MIN_WIDTH = 10
 
 def effects(timeline: Timeline, deployment: str, completed: Sequence[Completed], evaluation: Evaluation,
             duration: float) -> list[ChangeEffect]:  # fmt: skip
-    """What each live change bought against keeping the static setting it replaced (effects.py)."""
+    """What each live change bought against keeping the static setting or the table it replaced (effects.py)."""
+    static = {*BASELINES, *served_tables(completed)}
     kept: dict[str, Outcomes] = {
-        name: (evaluation.results[name].requests.arrival, evaluation.results[name].tpot) for name in BASELINES
+        name: (result.requests.arrival, result.tpot) for name, result in evaluation.results.items() if name in static
     }
     return change_effects(timeline.changes(deployment), completed, kept, duration)
 
