@@ -19,7 +19,7 @@ SPECS = {"off": SpecConfig.off(), "k=2": SpecConfig(enabled=True, k=2), "k=3": S
 
 def _served(config: str, arrival: float, tpot: float) -> Completed:
     spec = SPECS.get(config, TABLE)
-    return Completed("chat", config, spec, Finished(arrival=arrival, ttft=0.1, tpot=tpot, e2e=1.0, output=100))
+    return Completed("chat", spec, Finished(arrival=arrival, ttft=0.1, tpot=tpot, e2e=1.0, output=100))
 
 
 CHANGES = [
@@ -64,7 +64,7 @@ def test_the_tables_the_pods_ran_are_told_apart_by_their_rows_and_priced_like_st
     other = SpecConfig(enabled=True, k=3, schedule=((64, 3), (1024, 1)))
     finished = Finished(arrival=13.0, ttft=0.1, tpot=0.01, e2e=1.0, output=9)
     completed = [_served("k=3", 1.0, 0.01), _served(label(TABLE), 12.0, 0.01), _served(label(TABLE), 15.0, 0.01)]
-    completed.append(Completed("chat", label(other), other, finished))
+    completed.append(Completed("chat", other, finished))
     assert served_tables(completed) == {label(TABLE): TABLE, label(other): other}
     # With the table simulated as a baseline, the change away from it is priced against keeping it.
     kept = {**BASELINES, label(TABLE): (ARRIVAL, np.array([0.010, 0.011, 0.011, 0.012, 0.012]))}

@@ -68,20 +68,19 @@ class SimulatedPod(LocalPod):
     def control_port(self) -> int | None:
         return self.control.port if self.control else None
 
-    @property
-    def label(self) -> str:
-        """off, k=3, or the table's rows: each table the pods ran is told apart (and priced, see report.py)."""
-        return label(self.engine.config)
-
 
 @dataclass(frozen=True)
 class Completed:
     """A finished request, with the deployment and configuration that served it."""
 
     deployment: str
-    config: str  # its label
     spec: SpecConfig
     finished: Finished
+
+    @property
+    def config(self) -> str:
+        """off, k=3, or the table's rows: each table the pods ran is told apart (and priced, see report.py)."""
+        return label(self.spec)
 
 
 @dataclass
@@ -157,7 +156,7 @@ class LocalFleet(LocalKubelet[SimulatedPod]):
                 deployment.dropped += deployment.router.route(new, ready)
         for pod in self.pods.values():
             done = pod.engine.advance(now)
-            self.completed += [Completed(pod.deployment, pod.label, pod.engine.config, f) for f in done]
+            self.completed += [Completed(pod.deployment, pod.engine.config, f) for f in done]
 
     def _launch(self, pod: NewPod) -> SimulatedPod:
         model, config, family = engine_setup(pod.container.get("args", []))

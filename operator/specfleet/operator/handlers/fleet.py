@@ -63,12 +63,12 @@ async def sync_fleet(
         already_reported = any(c.reason == "InvalidSpec" and c.message == message for c in previous.conditions)
         warnings = [] if already_reported else [EventNote("Warning", "InvalidSpec", message)]
         return SyncResult(invalid_status(previous, message, generation, now), warnings)
+    owner = owner_of(body)
     current = state or (None if restart_from_spec else previous.speculation)
     if current is None:
-        current = await _starting(ctx, owner_of(body).namespace, spec, now)
+        current = await _starting(ctx, owner.namespace, spec, now)
     pinned = hashed_speculation(spec, current, now)
     config_hash = str(pinned.config_hash)
-    owner = owner_of(body)
     events: list[EventNote] = []
     deployment: dict[str, Any] | None = None
     # The control Secret first: the pods mount its token, the operator authenticates its live tables with it.
@@ -91,7 +91,7 @@ async def _starting(ctx: OperatorContext, namespace: str, spec: SpecDecodeDeploy
     try:
         policy = await resolve(ctx, namespace, spec)
     except PolicyNotFoundError:
-        return starting_speculation(spec, None, now)
+        policy = None
     return starting_speculation(spec, policy, now)
 
 
