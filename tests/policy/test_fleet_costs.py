@@ -7,6 +7,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from typing import cast
 
 import pytest
 
@@ -212,6 +213,38 @@ def test_a_rising_load_is_judged_where_the_rollout_would_end() -> None:
     assert _first_disable(ctx, lambda _: 150.0) is None
 
 
+def test_a_restart_waits_until_the_fits_lower_bound_pays_for_it() -> None:
+    """An off fleet has never run the drafter, so what speculating would cost is the fit's extrapolation: on a
+    falling load speculation goes on only once the gain one standard deviation below the fit's prediction, held
+    for the expected dwell, beats the restart's cost. Before that the point gain alone would have paid; the
+    holds say both figures."""
+    ctx = make_context(min_k=3, max_k=3, dwell_seconds=0, restart_cost_seconds=90)
+    off = SpecConfig.off()
+    state = replace(initial_state(ctx), current=off, last_good=off)
+    decisions = run(ctx, state, lambda now, _: make_signals(160 - 2 * now / 30), steps=40)
+    made = next(i for i, d in enumerate(decisions) if d.action == Action.ENABLE)
+    held = [d for d in decisions[:made] if d.code == Reason.SWITCHING_COST]
+    dwell, cost = ctx.policy.expected_dwell_seconds, ctx.policy.restart_cost_seconds
+    assert any(cast(float, d.inputs["gain"]) * dwell > cost for d in held)  # the point estimate would have gone
+    for decision in held:
+        assert cast(float, decision.inputs["gainLow"]) * dwell <= cost
+        assert re.search(r"gain \d+, at least -?\d+ s of TPOT ≤ restart cost \d+ s", decision.reason)
+    assert cast(float, decisions[made].inputs["gainLow"]) * dwell > cost
+
+
+def test_a_loss_turns_speculation_off_on_the_prediction() -> None:
+    """Staying on while speculation loses slows the fleet, and its growing batch deepens the loss: a disable for
+    a loss at the load now is judged on the predicted gain, with no bound to wait for."""
+    ctx = make_context(min_k=3, max_k=3, dwell_seconds=0, restart_cost_seconds=90)
+    decision = decide(0.0, make_signals(300), initial_state(ctx), ctx)
+    assert (decision.action, decision.code) == (Action.DISABLE, Reason.LOSS)
+    assert "gainLow" not in decision.inputs
+    said = re.search(r"gain (\d+) s of TPOT > restart cost (\d+) s", decision.reason)
+    assert said is not None, decision.reason
+    gain = cast(float, decision.inputs["gain"])
+    assert [float(v) for v in said.groups()] == pytest.approx([gain * 1800, 90.0], abs=1)
+
+
 def test_near_saturation_staying_on_is_priced_at_the_batch_off_would_settle_at() -> None:
     """Off serves the same load at a smaller batch where it is faster: at low load that changes little, past
     the crossover it deepens the loss of staying on well below the closed-batch S at the same batch."""
@@ -378,6 +411,33 @@ def test_speculation_turns_on_only_in_a_trough_of_the_capacity_wall() -> None:
     assert any(d.action == Action.ENABLE for d in quiet)
     surge = replace(ctx, surge=True)
     assert any(d.action == Action.ENABLE for d in run(surge, off, lambda _n, _s: _poor_at(70, enabled=False), steps=4))
+
+
+def test_speculation_turns_on_towards_the_capacity_wall_only_on_confidence() -> None:
+    """An off fleet whose load may reach the wall within the dwell turns speculation on only where S at the wall
+    one standard deviation of the fit down still clears the enable bar: past the wall a wrong guess would leave
+    it speculating until the load falls. The hold says S there and its bound."""
+    for margin, enables in ((0.3, True), (0.45, False)):
+        auto = make_context(
+            surge=False, restart_cost_seconds=0, min_k=3, max_k=3, dwell_seconds=0, enable_margin=margin
+        )
+        off = replace(initial_state(auto), current=SpecConfig.off(), last_good=SpecConfig.off())
+
+        def rising(now: float, _state: PolicyState) -> Signals:
+            load = 2 + 2 * now / 30
+            return make_signals(load, enabled=False, kv_cache_usage=load / 150)
+
+        # Held off for four minutes of a steady rise, so the forecast has seen the trend when Auto takes over.
+        warm = run(replace(auto, mode=SpeculationMode.OFF), off, rising, steps=8)[-1].state
+        decision = run(auto, warm, rising, start=8 * 30, steps=1)[0]
+        assert (decision.action == Action.ENABLE) is enables, decision.reason
+        if enables:
+            continue
+        assert decision.code == Reason.CAPACITY
+        said = re.search(r"reach B=(\d+) .* S there is ([\d.]+) \(at least ([\d.]+)\)", decision.reason)
+        assert said is not None, decision.reason
+        assert cast(float, decision.inputs["forecast"]) <= float(said[1]) / 2
+        assert float(said[3]) < 1 + margin <= float(said[2])  # the prediction alone would have turned it on
 
 
 def test_the_forecast_follows_the_fleet_load_not_a_rollouts_share_of_it() -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
+
+import pytest
 
 from specfleet.operator.policy.context import initial_state
 from specfleet.operator.policy.decide import decide
@@ -55,15 +58,22 @@ def test_a_drifted_table_changes_live_at_once_whatever_a_restart_would_cost() ->
 
 def test_a_restart_is_priced_at_its_rollout_and_says_so() -> None:
     ctx = make_context(min_k=3, max_k=3, dwell_seconds=0, restart_cost_seconds=90)
-    decision = decide(0.0, make_signals(600), initial_state(ctx), ctx)
-    assert decision.action == Action.DISABLE
+    off = SpecConfig.off()
+    decision = decide(0.0, make_signals(64), replace(initial_state(ctx), current=off, last_good=off), ctx)
+    assert decision.action == Action.ENABLE
     assert decision.restart_bound
     assert not decision.live
-    assert decision.reason.endswith("(restart)")
+    assert "(restart)" in decision.reason
     assert decision.inputs["change"] == "restart"
-    cost = decision.inputs["switchCost"]
+    cost, gain, low = (decision.inputs[key] for key in ("switchCost", "gain", "gainLow"))
     assert isinstance(cost, float)
-    assert cost > 0
+    assert isinstance(gain, float)
+    assert isinstance(low, float)
+    assert 0 < cost < low * 1800 < gain * 1800  # the gain's lower bound over the expected dwell pays for it
+    # The reason says the figures the change was judged on.
+    said = re.search(r"gain (\d+), at least (\d+) s of TPOT > restart cost (\d+) s", decision.reason)
+    assert said is not None, decision.reason
+    assert [float(v) for v in said.groups()] == pytest.approx([gain * 1800, low * 1800, cost], abs=1)
     assert decision.state.restarts == (0.0,)
 
 

@@ -16,7 +16,7 @@ from specfleet.operator.policy.acceptance import collapse_floor
 from specfleet.operator.policy.belief import speedup_belief
 from specfleet.operator.policy.context import Context
 from specfleet.operator.policy.decision import Action, Decision, Inputs, Reason
-from specfleet.operator.policy.gates import LIVE_MIN_GAIN, gate, recurring_peaks
+from specfleet.operator.policy.gates import CONFIDENCE, LIVE_MIN_GAIN, gate, recurring_peaks
 from specfleet.operator.policy.observe import Observation, learn
 from specfleet.operator.policy.proposal import Kind, Proposal, hold, is_live, relative_gain
 from specfleet.operator.policy.schedule import BATCH_GRID, drifted
@@ -50,6 +50,8 @@ def _pricing(proposal: Proposal) -> Inputs:
     if proposal.action == Action.HOLD and proposal.wants is None:
         return {}
     priced: Inputs = {"change": "live" if proposal.live else "restart"}
+    if proposal.spread > 0:
+        priced["gainLow"] = round(proposal.assured_gain(CONFIDENCE), 4)
     if proposal.cost is not None:
         priced["switchCost"] = round(proposal.cost, 1)
     return priced
@@ -129,9 +131,13 @@ def _advise(now: float, state: PolicyState, obs: Observation, ctx: Context, inpu
         if walled:
             return hold(Reason.CAPACITY, f"{at}, but {walled}: stay off", current), inputs
         gain = relative_gain(1.0, predictor.config_speedup(target, b_hat))
-        return Proposal(Action.ENABLE, Reason.GAIN, f"{at} > {enable_above:.2f}", target, gain=gain), inputs
+        spread = predictor.tpot_ratio_std(SpecConfig.off(), target, b_hat)
+        reason = f"{at} > {enable_above:.2f}"
+        return Proposal(Action.ENABLE, Reason.GAIN, reason, target, gain=gain, spread=spread), inputs
     if s_best < disable_below and ctx.mode != SpeculationMode.ON:
-        # Priced against the bar the SRE set: the margin stands for the drafter's tax on memory and tails.
+        # Priced against the bar the SRE set: the margin stands for the drafter's tax on memory and tails. Made
+        # on the prediction, not its bound (see CONFIDENCE): a fleet that stays on while it loses slows down and
+        # its batch grows, so the loss feeds itself; going off when it did not lose forfeits a bounded gain.
         gain = disable_below / s_current - 1
         reason = f"{at} < {disable_below:.2f}"
         return Proposal(Action.DISABLE, Reason.LOSS, reason, SpecConfig.off(), gain=gain), inputs
@@ -153,7 +159,8 @@ def _walled(
     lands past the capacity wall (`Predictor.capacity_wall`): a fleet that crosses it speculating stays so
     until the load falls back, at loads at least the wall's, and speculation gains less the larger the batch.
     So where the load may reach the wall within the expected dwell (`reach`), speculating is judged at the wall,
-    against the bar it is turned on by: below it, off now, while a rollout can still land (a TROUGH change)."""
+    against the bar it is turned on by: below it, off now, while a rollout can still land (a TROUGH change);
+    an off fleet turns it on only where the fit's bound there clears the bar (see CONFIDENCE)."""
     if ctx.surge or obs.reach is None:
         return None
     replicas = max(ctx.fleet.replicas, 1)
@@ -168,12 +175,18 @@ def _walled(
     if not b_hat < wall <= obs.reach:
         return None
     s_wall = obs.predictor.config_speedup(speculating, wall)
-    if s_wall >= 1 + ctx.policy.enable_margin:
+    judged, bound = s_wall, ""
+    if enabling:
+        # Turning speculation on towards the wall is made only on confidence: S there CONFIDENCE deviations down
+        # must still clear the bar. Turning it off goes on the prediction, as a loss does (`_advise`).
+        judged = s_wall * (1 - CONFIDENCE * obs.predictor.tpot_ratio_std(SpecConfig.off(), speculating, wall))
+        bound = f" (at least {judged:.2f})"
+    if judged >= 1 + ctx.policy.enable_margin:
         return None
     return (
         f"the load may reach B={wall:.0f} per replica within {ctx.policy.expected_dwell_seconds:.0f} s "
         f"(up to {obs.reach:.0f}), past which {replicas - 1} of {replicas} could not carry it while one restarts, "
-        f"and S there is {s_wall:.2f}"
+        f"and S there is {s_wall:.2f}{bound}"
     )
 
 
@@ -189,20 +202,22 @@ def _retune(state: PolicyState, obs: Observation, ctx: Context, k_best: int, at:
         # the forecast does not reach yet, since the engine picks the row of its running batch every step.
         live = is_live(current, target, ctx.live_tables)
         top = BATCH_GRID[-1] if live else max(2 * obs.forecast, 1.0)
-        gain = max(
-            relative_gain(predictor.config_speedup(current, b), predictor.config_speedup(target, b))
+        gains: dict[float, float] = {
+            b: relative_gain(predictor.config_speedup(current, b), predictor.config_speedup(target, b))
             for b in BATCH_GRID
             if b <= top
-        )
+        }
+        batch = max(gains, key=gains.__getitem__)
         action, code, reason = Action.SET_SCHEDULE, Reason.DRIFT, f"acceptance drifted; {at}"
     else:
         target = SpecConfig(enabled=True, k=k_best)
-        s_now = predictor.config_speedup(current, obs.forecast)
-        gain = relative_gain(s_now, predictor.speedup(k_best, obs.forecast))
+        batch = obs.forecast
+        gains = {batch: relative_gain(predictor.config_speedup(current, batch), predictor.speedup(k_best, batch))}
         action, code, reason = Action.SET_K, Reason.GAIN, f"{at} vs {current.describe()}"
     if target == current:
         return hold(Reason.STEADY, f"{at}: {current.describe()} is best", current)
-    return Proposal(action, code, reason, target, gain=gain)
+    spread = predictor.tpot_ratio_std(current, target, batch)
+    return Proposal(action, code, reason, target, gain=gains[batch], spread=spread)
 
 
 def _refit_table(current: SpecConfig, target: SpecConfig, obs: Observation, ctx: Context, at: str) -> Proposal:
@@ -216,7 +231,8 @@ def _refit_table(current: SpecConfig, target: SpecConfig, obs: Observation, ctx:
     gain = relative_gain(obs.predictor.config_speedup(current, b), obs.predictor.config_speedup(target, b))
     if gain < LIVE_MIN_GAIN:
         return hold(Reason.STEADY, f"{at}: table current ({gain:+.1%} for the table the fit renders)", current)
-    return Proposal(Action.SET_SCHEDULE, Reason.GAIN, f"the cost fit moved; {at}", target, gain=gain)
+    spread = obs.predictor.tpot_ratio_std(current, target, b)
+    return Proposal(Action.SET_SCHEDULE, Reason.GAIN, f"the cost fit moved; {at}", target, gain=gain, spread=spread)
 
 
 def _commit(

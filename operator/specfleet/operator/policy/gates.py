@@ -1,13 +1,16 @@
 """Stability and safety gates between a proposal and an action.
 
-Unit of the switching-cost test: seconds of fleet-wide relative TPOT. A switch predicted to change the speed
-by `gain` (relative) for the expected dwell earns gain * expected_dwell; the rolling restart costs, for each
-replica's restart time in turn, the TPOT rise it causes at the forecast load (see `_switching`); without a
-surge pod a change also waits while the replicas left in service could not carry the forecast load. The budget
-counts every restart-bound change in the rolling hour, rollbacks included; a TUNE change also keeps one
-restart in reserve for its own rollback. Peaks where speculation lost that recur faster than the fleet can
-follow (`recurring_peaks`) hold turning speculation on, and a TROUGH change (off while the load is low, before
-the next one or before the capacity wall, see `decide._walled`) passes only the capacity gate and the budget.
+Unit of the switching-cost test: seconds of fleet-wide relative TPOT. A switch predicted to change the speed by
+`gain` (relative) for the expected dwell earns gain * expected_dwell; it must pay off at the gain's lower bound,
+CONFIDENCE standard deviations of the fit below (a change the fleet's evidence does not back yet waits for it;
+a proposal without a spread, a disable for a loss, is judged on its gain);
+the rolling restart costs, for each replica's restart time in turn, the TPOT rise it causes at the forecast load
+(see `_switch_cost`); without a surge pod a change also waits while the replicas left in service could not carry
+the forecast load. The budget counts every restart-bound change in the rolling hour, rollbacks included; a TUNE
+change also keeps one restart in reserve for its own rollback. Peaks where speculation lost that recur faster
+than the fleet can follow (`recurring_peaks`) hold turning speculation on, and a TROUGH change (off while the
+load is low, before the next one or before the capacity wall, see `decide._walled`) passes only the capacity
+gate and the budget.
 
 A live change (a new batch-size→k table pushed to the running pods, see `proposal.is_live`) costs about
 nothing: no pod restarts and no capacity is lost. It passes only the evidence gate, waits for a restart-bound
@@ -32,6 +35,9 @@ SATURATED_QUEUE = 1.0
 RECURRING_PEAKS = 2
 # Smallest predicted relative gain a live table change must promise (fleet-wide TPOT over the forecast load).
 LIVE_MIN_GAIN = 0.01
+# Standard deviations of the fit below its predicted gain that a restart-bound change must still pay off at
+# (a disable for a loss at the load now goes on the prediction, see decide._advise).
+CONFIDENCE = 1.0
 
 
 def gate(
@@ -107,11 +113,15 @@ def _tune_gates(
     short = _short_of_capacity(proposal, state, obs, ctx)
     if short:
         return _blocked(proposal, Reason.CAPACITY, short), state
-    earned, cost = _switching(proposal, state, obs, ctx)
-    proposal = replace(proposal, cost=cost)
-    if earned <= cost:
-        detail = f"gain {earned:.0f} ≤ restart cost {cost:.0f} s of TPOT"
-        return _blocked(proposal, Reason.SWITCHING_COST, detail), state
+    cost = _switch_cost(state, obs, ctx)
+    earned = proposal.gain * policy.expected_dwell_seconds
+    assured = proposal.assured_gain(CONFIDENCE) * policy.expected_dwell_seconds
+    bound = f", at least {assured:.0f}" if proposal.spread else ""
+    priced = f"gain {earned:.0f}{bound} s of TPOT"
+    if cost > 0 and assured <= cost:
+        detail = f"{priced} ≤ restart cost {cost:.0f} s"
+        return _blocked(replace(proposal, cost=cost), Reason.SWITCHING_COST, detail), state
+    proposal = replace(proposal, cost=cost, reason=f"{proposal.reason}; {priced} > restart cost {cost:.0f} s")
     if state.last_change_at is not None and now - state.last_change_at < policy.cooldown_seconds:
         since = now - state.last_change_at
         detail = f"{since:.0f}/{policy.cooldown_seconds} s since the last change"
@@ -168,21 +178,21 @@ def _short_of_capacity(proposal: Proposal, state: PolicyState, obs: Observation,
     )
 
 
-def _switching(proposal: Proposal, state: PolicyState, obs: Observation, ctx: Context) -> tuple[float, float]:
-    """(earned, cost) of a switch, both in seconds of the fleet's whole TPOT (relative change x duration).
+def _switch_cost(state: PolicyState, obs: Observation, ctx: Context) -> float:
+    """What a rolling restart costs, in seconds of the fleet's whole TPOT (relative change x duration), to be
+    beaten by the gain's lower bound held for the expected dwell.
 
-    Earned: the predicted relative gain held for the expected dwell. Cost: without a surge pod, the rollout
-    — each replica out for its restart in turn — slows the others by the predicted `rollout_slowdown` at the
-    forecast load, never less than the capacity share one pod carries (1/n); a restart is thus cheap off-peak
-    and dear near saturation, where it is deferred. With a surge pod no capacity is lost: the rollout costs
-    that share only (the restart's GPU time and risk). The restart time is the policy's, or the last
+    Without a surge pod, the rollout — each replica out for its restart in turn — slows the others by the predicted
+    `rollout_slowdown` at the forecast load, never less than the capacity share one pod carries (1/n); a restart is
+    thus cheap off-peak and dear near saturation, where it is deferred. With a surge pod no capacity is lost: the
+    rollout costs that share only (the restart's GPU time and risk). The restart time is the policy's, or the last
     rollout's measured time per pod when that was longer; a policy's zero turns the test off.
     """
     policy, replicas = ctx.policy, max(ctx.fleet.replicas, 1)
     restart = policy.restart_cost_seconds and max(policy.restart_cost_seconds, state.restart_seconds or 0.0)
     load = obs.forecast if obs.forecast is not None else 1.0
     lost = 0.0 if ctx.surge else obs.predictor.rollout_slowdown(state.current, load, replicas)
-    return proposal.gain * policy.expected_dwell_seconds, restart * replicas * max(lost, 1.0 / replicas)
+    return restart * replicas * max(lost, 1.0 / replicas)
 
 
 def _thin_evidence(obs: Observation, state: PolicyState, ctx: Context) -> str | None:
@@ -199,6 +209,4 @@ def _thin_evidence(obs: Observation, state: PolicyState, ctx: Context) -> str | 
 def _blocked(proposal: Proposal, code: Reason, detail: str) -> Proposal:
     wants = f"{proposal.action} to {proposal.target.describe()}"
     reason = f"wants {wants} ({proposal.reason}); {detail}"
-    return Proposal(
-        Action.HOLD, code, reason, proposal.target, proposal.kind, proposal.gain, wants, proposal.live, proposal.cost
-    )
+    return replace(proposal, action=Action.HOLD, code=code, reason=reason, wants=wants)

@@ -55,6 +55,15 @@ class Predictor:
         off, spec = self.shape(0, batch, drafter_loaded=False), self.shape(k, batch, drafter_loaded=True)
         return self.fitted.ratio_std(off, spec)
 
+    def tpot_ratio_std(self, top: SpecConfig, bottom: SpecConfig, batch: float) -> float:
+        """Relative standard deviation of tpot(top)/tpot(bottom) at `batch`: how sure the fit is of what a
+        switch between the two changes (the acceptance curve is taken as measured)."""
+        return self.fitted.ratio_std(self._config_shape(top, batch), self._config_shape(bottom, batch))
+
+    def _config_shape(self, config: SpecConfig, batch: float) -> StepShape:
+        b = max(batch, 1.0)
+        return self.shape(config.k_at(b), b, drafter_loaded=config.enabled)
+
     def drafter_tax(self, batch: float, *, pessimism: float = 0.0) -> float:
         """1 - S(0,B) with the drafter loaded, its step cost raised by `pessimism` standard deviations."""
         taxed = self.shape(0, batch, drafter_loaded=True)

@@ -29,6 +29,11 @@ class Proposal:
     wants: str | None = None  # on a hold a gate imposed: the change it held back ("disable to off")
     live: bool = False  # carried out without a restart (a new table pushed to the running pods)
     cost: float | None = None  # what the gates priced the switch at, in seconds of fleet-wide TPOT
+    spread: float = 0.0  # the fit's relative standard deviation of 1 + gain
+
+    def assured_gain(self, deviations: float) -> float:
+        """The gain's lower bound `deviations` standard deviations below what the fit predicts (may be < 0)."""
+        return (1.0 + self.gain) * (1.0 - deviations * self.spread) - 1.0
 
 
 def hold(code: Reason, reason: str, current: SpecConfig) -> Proposal:
