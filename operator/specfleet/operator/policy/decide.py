@@ -208,16 +208,17 @@ def _retune(state: PolicyState, obs: Observation, ctx: Context, k_best: int, at:
             if b <= top
         }
         batch = max(gains, key=gains.__getitem__)
+        gain = gains[batch]
         action, code, reason = Action.SET_SCHEDULE, Reason.DRIFT, f"acceptance drifted; {at}"
     else:
         target = SpecConfig(enabled=True, k=k_best)
         batch = obs.forecast
-        gains = {batch: relative_gain(predictor.config_speedup(current, batch), predictor.speedup(k_best, batch))}
+        gain = relative_gain(predictor.config_speedup(current, batch), predictor.speedup(k_best, batch))
         action, code, reason = Action.SET_K, Reason.GAIN, f"{at} vs {current.describe()}"
     if target == current:
         return hold(Reason.STEADY, f"{at}: {current.describe()} is best", current)
     spread = predictor.tpot_ratio_std(current, target, batch)
-    return Proposal(action, code, reason, target, gain=gains[batch], spread=spread)
+    return Proposal(action, code, reason, target, gain=gain, spread=spread)
 
 
 def _refit_table(current: SpecConfig, target: SpecConfig, obs: Observation, ctx: Context, at: str) -> Proposal:

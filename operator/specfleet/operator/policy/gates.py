@@ -2,15 +2,14 @@
 
 Unit of the switching-cost test: seconds of fleet-wide relative TPOT. A switch predicted to change the speed by
 `gain` (relative) for the expected dwell earns gain * expected_dwell; it must pay off at the gain's lower bound,
-CONFIDENCE standard deviations of the fit below (a change the fleet's evidence does not back yet waits for it;
-a proposal without a spread, a disable for a loss, is judged on its gain);
-the rolling restart costs, for each replica's restart time in turn, the TPOT rise it causes at the forecast load
-(see `_switch_cost`); without a surge pod a change also waits while the replicas left in service could not carry
-the forecast load. The budget counts every restart-bound change in the rolling hour, rollbacks included; a TUNE
-change also keeps one restart in reserve for its own rollback. Peaks where speculation lost that recur faster
-than the fleet can follow (`recurring_peaks`) hold turning speculation on, and a TROUGH change (off while the
-load is low, before the next one or before the capacity wall, see `decide._walled`) passes only the capacity
-gate and the budget.
+CONFIDENCE standard deviations of the fit below (a change the fleet's evidence does not back yet waits for it; a
+proposal without a spread, a disable for a loss, is judged on its gain); the rolling restart costs, for each
+replica's restart time in turn, the TPOT rise it causes at the forecast load (see `_switch_cost`); without a
+surge pod a change also waits while the replicas left in service could not carry the forecast load. The budget
+counts every restart-bound change in the rolling hour, rollbacks included; a TUNE change also keeps one restart
+in reserve for its own rollback. Peaks where speculation lost that recur faster than the fleet can follow
+(`recurring_peaks`) hold turning speculation on, and a TROUGH change (off while the load is low, before the
+next one or before the capacity wall, see `decide._walled`) passes only the capacity gate and the budget.
 
 A live change (a new batch-size→k table pushed to the running pods, see `proposal.is_live`) costs about
 nothing: no pod restarts and no capacity is lost. It passes only the evidence gate, waits for a restart-bound
