@@ -77,7 +77,7 @@ def _result(tpot: list[float], arrival: list[float]) -> RunResult:
     n = len(tpot)
     requests = Requests(np.array(arrival), np.zeros(n, np.int64), np.full(n, 100), np.full(n, 100))
     values = np.array(tpot, float)
-    return RunResult(requests, ttft=np.full(n, 0.1), tpot=values, e2e=values * 100, finish=np.array(arrival) + 1,
+    return RunResult(requests, ttft=np.full(n, 0.1), tpot=values, finish=np.array(arrival) + 1,
                      duration=max(arrival) + 1)  # fmt: skip
 
 

@@ -161,3 +161,30 @@ def test_a_surge_pod_keeps_every_replica_serving_through_a_restart() -> None:
     assert "restarting" not in result.config_seconds
     assert all(sum(ready) == 3 for _, _, ready in controller.seen)
     assert controller.seen[-1][1] == [config_hash(SpecConfig.off())] * 3
+
+
+class WaitingAt(SwitchAt):
+    """SwitchAt that also records what every pod has waiting in its queue."""
+
+    def __init__(self, before: SpecConfig, after: SpecConfig, at: float) -> None:
+        super().__init__(before, after, at)
+        self.waiting: list[list[float]] = []
+
+    def observe(self, now: float, pods: Sequence[PodMetrics], ready: Sequence[bool], current: SpecConfig) -> SpecConfig:
+        self.waiting.append([pod.waiting for pod in pods])
+        return super().observe(now, pods, ready, current)
+
+
+def test_requests_go_only_to_pods_in_service_while_a_fleet_beside_others_rolls() -> None:
+    """Without a surge pod the restarting pod takes no new requests (they would wait for it, unserved); a fleet
+    simulated beside it keeps routing over all of its pods."""
+    base = small_fleet(replicas=3, seconds=400, restart_seconds=90)
+    rolling, steady = WaitingAt(SpecConfig.off(), static(3), at=60), WaitingAt(SpecConfig.off(), SpecConfig.off(), 0)
+    sim = FleetSimulation(base.spec, base.req, base.classes, [steady, rolling], base.rng)
+    sim.run(500)
+    out = [(waiting, ready) for (_, _, ready), waiting in zip(rolling.seen, rolling.waiting, strict=True)]
+    assert sum(not up for _, ready in out for up in ready) >= 6  # three pods, each out for several evaluations
+    assert all(queued == 0 for waiting, ready in out for queued, up in zip(waiting, ready, strict=True) if not up)
+    assert all(sum(ready) == 3 for _, _, ready in steady.seen)
+    assert all(sim.pod(r).success > 0 for r in range(3))  # every pod of the steady fleet served
+    assert [np.isnan(result.tpot).sum() for result in sim.results] == [0, 0]

@@ -57,20 +57,24 @@ def _padded(conditional: FloatArray) -> FloatArray:
 
 
 def draw_requests(profile: AcceptanceProfile, n: int, rng: np.random.Generator) -> FloatArray:
-    """Per-request unconditional acceptance a_i, shape (n, MAX_POSITIONS).
+    """Per-request unconditional acceptance a_i, shape (n, MAX_POSITIONS): a view of a position-major array.
 
     The multiplier m is log-normal with mean 1. EAGLE-family chains scale every conditional (a request is easy
     or hard throughout); a_i then carries m^i, so position i is divided by E[m^i] = exp(s^2 i(i-1)/2) to keep
     the fleet-wide mean on the profile. n-gram scales only the first position (whether a match exists).
+    Computed in place: a day's requests make this array hundreds of megabytes.
     """
     sigma = profile.spread
-    log_m = sigma * rng.standard_normal(n)[:, None] - sigma**2 / 2
-    conditional = np.broadcast_to(_padded(profile.conditional), (n, MAX_POSITIONS))
+    log_m = sigma * rng.standard_normal(n) - sigma**2 / 2
+    conditional = _padded(profile.conditional)[:, None]
     if profile.family is not DraftFamily.NGRAM:
-        depth = np.arange(MAX_POSITIONS)
-        conditional = conditional * np.exp(log_m - sigma**2 * depth)
+        chains = log_m - sigma**2 * np.arange(MAX_POSITIONS)[:, None]
+        np.exp(chains, out=chains)
+        chains *= conditional
     else:
-        conditional = conditional.copy()
-        conditional[:, :1] *= np.exp(log_m[:, 0:1])
-    chains: FloatArray = np.cumprod(np.clip(conditional, 0.0, MAX_CONDITIONAL), axis=1, dtype=float)
-    return chains
+        chains = np.repeat(conditional, n, axis=1)
+        chains[0] *= np.exp(log_m)
+    np.clip(chains, 0.0, MAX_CONDITIONAL, out=chains)
+    np.cumprod(chains, axis=0, out=chains)
+    by_request: FloatArray = chains.T
+    return by_request

@@ -9,6 +9,7 @@ latencies are not quantised to dt. The calibration tests run through this same c
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, overload
@@ -71,7 +72,6 @@ class RunResult:
     requests: Requests
     ttft: FloatArray
     tpot: FloatArray
-    e2e: FloatArray
     finish: FloatArray
     duration: float
     restarts: int = 0  # restart-bound changes (rolled pod by pod)
@@ -79,6 +79,13 @@ class RunResult:
     timeline: list[TimelinePoint] = field(default_factory=list)
     config_seconds: dict[str, float] = field(default_factory=dict)  # replica-seconds in each config
     prefill_seconds: float = 0.0  # engine time spent on prompt tokens, fleet-wide
+
+    @property
+    def e2e(self) -> FloatArray:
+        """Arrival to last token (NaN where unfinished): derived, not stored — one fewer array per fleet of
+        every request is memory a day's run does not touch."""
+        e2e: FloatArray = self.finish - self.requests.arrival
+        return e2e
 
 
 @dataclass
@@ -110,21 +117,31 @@ class _Running:
 
 @dataclass(frozen=True)
 class _Chains:
-    """Every request's acceptance chain and, for every k, the mean and second moment of its accepted drafts."""
+    """Every request's acceptance chain and, for every k, the mean and variance of its accepted drafts per
+    step, position-major: a chunk gathers one position (or one k) of the running sequences from one row. A
+    day's requests make these the simulation's largest arrays, so they are built in place."""
 
-    chain: FloatArray
-    mean_by_k: FloatArray
-    square_by_k: FloatArray
+    by_position: FloatArray  # [position, request]
+    mean: FloatArray  # [k · requests + request], k = 0 … MAX_POSITIONS
+    var: FloatArray
 
     @classmethod
-    def of(cls, chain: FloatArray) -> _Chains:
-        zero = np.zeros((len(chain), 1))
+    def of(cls, by_position: FloatArray) -> _Chains:
         odd = 2.0 * np.arange(MAX_POSITIONS) + 1.0
-        return cls(
-            chain,
-            np.concatenate((zero, np.cumsum(chain, axis=1)), axis=1),
-            np.concatenate((zero, np.cumsum(chain * odd, axis=1)), axis=1),
-        )
+        mean = np.zeros((MAX_POSITIONS + 1, by_position.shape[1]))
+        np.cumsum(by_position, axis=0, out=mean[1:])
+        var = np.zeros_like(mean)
+        np.multiply(by_position, odd[:, None], out=var[1:])
+        np.cumsum(var[1:], axis=0, out=var[1:])
+        for k in range(1, MAX_POSITIONS + 1):  # row by row: one request-long temporary, not a k-by-request one
+            var[k] -= mean[k] ** 2
+        np.maximum(var, 0.0, out=var)
+        return cls(by_position, mean.ravel(), var.ravel())
+
+    def at(self, req: IntArray, k: IntArray) -> IntArray:
+        """Where request req's moments at k are in `mean` and `var`."""
+        index: IntArray = k * self.by_position.shape[1] + req
+        return index
 
 
 @dataclass(frozen=True)
@@ -232,11 +249,13 @@ class FleetSimulation:
         self.freed_pod, self.freed_at = np.zeros(0, np.int64), np.zeros(0)
         self.prefill_backlog = np.zeros(self.pods)  # seconds of prompt processing not yet done
         self.restarting: list[int | None] = [None] * n_groups  # the pod of each fleet now restarting
+        self.rolled = [True] * n_groups  # every pod of the fleet runs its target: nothing to roll
         self.restart_until = [0.0] * n_groups
-        self.round_robin = [0] * n_groups
+        self.round_robin = np.zeros(n_groups, np.int64)
+        self._serving: tuple[IntArray, IntArray] | None = None  # `_in_service`, rebuilt while a fleet rolls
         self.next_arrival = 0
         # Per fleet x request outcomes; each run's arrays are rows (views) of these.
-        self.outcomes = {name: np.full((n_groups, len(requests)), np.nan) for name in ("ttft", "tpot", "e2e", "finish")}
+        self.outcomes = {name: np.full((n_groups, len(requests)), np.nan) for name in ("ttft", "tpot", "finish")}
         self.results = [
             RunResult(requests=requests, duration=0.0, **{name: rows[g] for name, rows in self.outcomes.items()})
             for g in range(n_groups)
@@ -244,6 +263,9 @@ class FleetSimulation:
         self.group_of = np.arange(self.pods) // per
         self._labels: dict[SpecConfig, str] = {}
         self._k_rows: _KRows | None = None  # the pods' batch-size tables as arrays; rebuilt when a config changes
+        # (fleet, label or RESTARTING) of every pod, rebuilt while a fleet rolls, and the chunks counted in each.
+        self._pod_states: list[tuple[int, str]] | None = None
+        self._chunks_in: Counter[tuple[int, str]] = Counter()
 
     @property
     def result(self) -> RunResult:
@@ -275,7 +297,10 @@ class FleetSimulation:
 
     def _roll(self, now: float, group: int) -> None:
         """Live where the change allows it; otherwise a rolling restart, one replica at a time: out of service
-        for restart_seconds, back on the target."""
+        for restart_seconds, back on the target. Nothing to do, and no cache to rebuild, once every pod runs it."""
+        if self.rolled[group]:
+            return
+        self._pod_states = self._serving = None
         target, restarting = self.targets[group], self.restarting[group]
         if restarting is not None and now >= self.restart_until[group]:
             self.configs[restarting], self._k_rows = target, None
@@ -288,6 +313,7 @@ class FleetSimulation:
                 self.configs[r], self._k_rows = target, None  # same process: counters and start time stay
         if restarting is None:
             stale = [r for r in self._group(group) if self.configs[r] != target]
+            self.rolled[group] = not stale
             if stale:
                 r = stale[0]
                 self.restarting[group], self.restart_until[group] = r, now + self.spec.restart_seconds
@@ -305,20 +331,27 @@ class FleetSimulation:
             out[[r for r in self.restarting if r is not None]] = True
         return out
 
-    def _in_service(self, group: int) -> list[int]:
-        replicas = [r for r in self._group(group) if not self._out(r)]
-        return replicas or list(self._group(group))
+    def _in_service(self) -> tuple[IntArray, IntArray]:
+        """Row g: fleet g's pods in service first, in pod order; and how many there are per fleet (all of them
+        where none is: a lone pod restarting without a surge pod)."""
+        if self._serving is None:
+            out = self._out_mask().reshape(-1, self.spec.replicas)
+            order = np.argsort(out, axis=1, kind="stable")
+            rows = np.take_along_axis(np.arange(self.pods).reshape(out.shape), order, axis=1)
+            serving = out.shape[1] - out.sum(axis=1)
+            self._serving = rows, np.where(serving > 0, serving, out.shape[1])
+        return self._serving
 
     def _route(self, ids: IntArray, group: int) -> None:
-        self.queues.push(self._destinations(len(ids), group), ids)
+        self.queues.push(self._destinations(len(ids), np.array([group])), ids)
 
-    def _destinations(self, n: int, group: int) -> IntArray:
-        """The pods of the next n requests: round-robin over the fleet's pods in service (a Kubernetes Service
-        spreading connections)."""
-        targets = self._in_service(group)
-        pick = (self.round_robin[group] + np.arange(n)) % len(targets)
-        self.round_robin[group] = (self.round_robin[group] + n) % len(targets)
-        pods: IntArray = np.asarray(targets, np.int64)[pick]
+    def _destinations(self, n: int, groups: IntArray) -> IntArray:
+        """The pods of the next n requests of each fleet in `groups`, fleet by fleet: round-robin over its pods
+        in service (a Kubernetes Service spreading connections)."""
+        rows, serving = self._in_service()
+        pick = (self.round_robin[groups, None] + np.arange(n)) % serving[groups, None]
+        self.round_robin[groups] = (self.round_robin[groups] + n) % serving[groups]
+        pods: IntArray = np.take_along_axis(rows[groups], pick, axis=1).ravel()
         return pods
 
     # ------------------------------------------------------------------ admission
@@ -359,13 +392,14 @@ class FleetSimulation:
         return self._per_pod_of(pods, prompt), np.arange(first, len(self.running.req))
 
     def _draw_chains(self, req: IntArray) -> FloatArray:
-        chains = np.zeros((len(req), MAX_POSITIONS))
+        """Every request's acceptance chain, position by position (`_Chains.by_position`)."""
+        chains = np.zeros((MAX_POSITIONS, len(req)))
         klass = self.req.klass[req]
         for index, prompt_class in enumerate(self.classes):
             members = np.flatnonzero(klass == index)
             if len(members):
                 profile = prompt_class.profile(self.spec.family)
-                chains[members] = draw_requests(profile, len(members), self.rng)
+                chains[:, members] = draw_requests(profile, len(members), self.rng).T
         return chains
 
     # ------------------------------------------------------------------ one chunk
@@ -392,8 +426,8 @@ class FleetSimulation:
             mean, var = prior.mean, prior.var  # the same k as the first pass: the same chain moments
         else:
             # Accepted drafts over `steps` verify rounds: sum of per-step draws, normal approximation.
-            mean = self.chains.mean_by_k[s.req, k_each]
-            var = np.maximum(self.chains.square_by_k[s.req, k_each] - mean**2, 0.0)
+            at = self.chains.at(s.req, k_each)
+            mean, var = self.chains.mean[at], self.chains.var[at]
         accepted = np.clip(steps * mean + np.sqrt(steps * var) * z, 0.0, steps * k_each)
         tokens = steps + accepted
         done = tokens >= s.remaining
@@ -465,10 +499,9 @@ class FleetSimulation:
         expected_total = np.maximum(self._per_pod(steps * mean), 1e-12)
         scale = np.where(drafting, accepted_total / expected_total, 0.0)
         drafted = np.arange(MAX_POSITIONS)[None, :] < k[:, None]
-        chain = self.chains.chain[s.req]
         by_position = np.zeros((self.pods, MAX_POSITIONS))
         for position in range(int(k.max(initial=0))):  # per pod: sum over its sequences of steps x a_i
-            by_position[:, position] = self._per_pod(steps * chain[:, position])
+            by_position[:, position] = self._per_pod(steps * self.chains.by_position[position, s.req])
         self.counters.per_pos += by_position * drafted * scale[:, None]
         self.counters.observe(ITL, np.arange(self.pods), step, rounds)
 
@@ -484,12 +517,11 @@ class FleetSimulation:
         if not len(req):
             return
         tpot = (finish - s.first_token[done]) / np.maximum(self.req.output[req] - 1, 1)
-        e2e = finish - self.req.arrival[req]
-        for name, values in (("finish", finish), ("tpot", tpot), ("e2e", e2e)):
+        for name, values in (("finish", finish), ("tpot", tpot)):
             self._write(pods, req, name, values)
         self.counters.values["success"] += self._per_pod_of(pods)
         self.counters.observe(TPOT, pods, tpot)
-        self.counters.observe(E2E, pods, e2e)
+        self.counters.observe(E2E, pods, finish - self.req.arrival[req])
 
     # ------------------------------------------------------------------ the run
 
@@ -497,7 +529,7 @@ class FleetSimulation:
         hi = int(np.searchsorted(self.req.arrival, t_end, side="left"))
         if hi > self.next_arrival:
             n, groups = hi - self.next_arrival, len(self.results)
-            pods = np.concatenate([self._destinations(n, group) for group in range(groups)])
+            pods = self._destinations(n, np.arange(groups))
             self.queues.push(pods, np.tile(np.arange(self.next_arrival, hi), groups))
             self.next_arrival = hi
 
@@ -511,7 +543,7 @@ class FleetSimulation:
                 result.live_changes += 1
             else:
                 result.restarts += 1
-            self.targets[group] = wanted
+            self.targets[group], self.rolled[group] = wanted, False
         running = float(self._per_pod()[pods.start : pods.stop].sum()) / max(self.spec.replicas, 1)
         qps = (self.next_arrival - arrived_before) / max(now - since, 1e-9)
         result.timeline.append(TimelinePoint(now, label(wanted), qps, running, sum(ready)))
@@ -522,12 +554,20 @@ class FleetSimulation:
             self._labels[config] = label(config)
         return self._labels[config]
 
-    def _count_config_seconds(self) -> None:
-        out = self._out_mask()
-        for r, config in enumerate(self.configs):
-            seconds = self.results[int(self.group_of[r])].config_seconds
-            name = RESTARTING if out[r] else self._label(config)
-            seconds[name] = seconds.get(name, 0.0) + self.spec.dt
+    def _count_config_chunks(self) -> None:
+        if self._pod_states is None:
+            out = self._out_mask()
+            self._pod_states = [
+                (int(self.group_of[r]), RESTARTING if out[r] else self._label(config))
+                for r, config in enumerate(self.configs)
+            ]
+        self._chunks_in.update(self._pod_states)
+
+    def _add_config_seconds(self) -> None:
+        for (group, name), chunks in self._chunks_in.items():
+            seconds = self.results[group].config_seconds
+            seconds[name] = seconds.get(name, 0.0) + chunks * self.spec.dt
+        self._chunks_in.clear()
 
     def run(self, duration: float, progress: ProgressFn | None = None) -> RunResult:
         """Simulate `duration` seconds; every fleet's run is in `results`, the first one is returned."""
@@ -542,13 +582,14 @@ class FleetSimulation:
                 self._roll(t, group)
             self._arrivals(t + spec.dt)
             self._chunk(t)
-            self._count_config_seconds()
+            self._count_config_chunks()
             if (i + 1) % per_interval == 0:
                 for group in groups:
                     self._control(t + spec.dt, since, arrived_before, group)
                 since, arrived_before = t + spec.dt, self.next_arrival
                 if progress is not None:
                     progress(t + spec.dt, duration)
+        self._add_config_seconds()
         for result in self.results:
             result.duration = chunks * spec.dt
         return self.result

@@ -110,9 +110,9 @@ class FittedCost:
     def ratio_std(self, top: StepShape, bottom: StepShape) -> float:
         """Relative standard deviation of step(top)/step(bottom), to first order. Both come from the same
         parameters: what the two steps share (the target's forward) moves them together and cancels."""
+        top_s, bottom_s = self.step(top), self.step(bottom)
         gradient = tuple(
-            t / self.step(top) - b / self.step(bottom)
-            for t, b in zip(self.cost.features(top), self.cost.features(bottom), strict=True)
+            t / top_s - b / bottom_s for t, b in zip(self.cost.features(top), self.cost.features(bottom), strict=True)
         )
         return self.posterior.predictive_std(gradient)
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass, replace
 from functools import cached_property
+from operator import mul
 
 from specfleet.operator.policy.acceptance import expected_tokens
 from specfleet.operator.policy.hardware import (
@@ -147,7 +148,7 @@ class CostModel:
     def _compute_s(self, flops: float) -> float:
         return flops / (self.tensor_parallel * self.gpu.peak_flops * COMPUTE_EFFICIENCY)
 
-    @property
+    @cached_property
     def knee_tokens(self) -> float:
         """Query tokens per forward past which the GEMMs' maths outlasts streaming the weights."""
         return self._memory_s(self.model.weight_bytes) / self._compute_s(self.model.flops_per_token)
@@ -211,7 +212,7 @@ class CostModel:
     def step(self, shape: StepShape, values: Sequence[float] | None = None) -> float:
         """Seconds of one step: parameter values (`Parameters`' order; the prior's by default) times features."""
         theta = self.prior_values if values is None else values
-        return sum(p * f for p, f in zip(theta, self.features(shape), strict=True))
+        return float(sum(map(mul, theta, self.features(shape))))
 
     def step_off(self, batch: float) -> float:
         return self.step(self.shape(0, batch, drafter=False))

@@ -37,9 +37,19 @@ class Predictor:
         prompt = generated * self.calibration.prompt_ratio
         return self.cost.shape(k, b, drafter=drafter_loaded, prompt_tokens=prompt)
 
+    @cached_property
+    def _steps(self) -> dict[tuple[int, float, bool], float]:
+        """`step` by its arguments: one decision asks for the same steps many times (every k at every grid
+        load, off beside each of them)."""
+        return {}
+
     def step(self, k: int, batch: float, *, drafter_loaded: bool) -> float:
         """Fitted seconds of one step, its share of the prompts included."""
-        return self.fitted.step(self.shape(k, batch, drafter_loaded=drafter_loaded))
+        key = (k, batch, drafter_loaded)
+        seconds = self._steps.get(key)
+        if seconds is None:
+            seconds = self._steps[key] = self.fitted.step(self.shape(k, batch, drafter_loaded=drafter_loaded))
+        return seconds
 
     def speedup(self, k: int, batch: float, *, drafter_loaded: bool = False) -> float:
         """Fitted S(k,B); for k=0 1.0 (speculation off) or the drafter tax (a table's k=0 row)."""

@@ -11,6 +11,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from specfleet.operator.signals.model import (
     COUNTERS,
@@ -33,6 +34,11 @@ class Sample:
     name: str
     labels: Mapping[str, str]
     value: float
+
+    @cached_property
+    def series(self) -> SeriesKey:
+        """The series this sample belongs to: a snapshot is read once per evaluation while it is in the window."""
+        return self.name, frozenset(self.labels.items())
 
 
 @dataclass(frozen=True)
@@ -62,8 +68,7 @@ def series_rates(history: Sequence[Snapshot], metrics: frozenset[str]) -> dict[S
     for snapshot in history:
         for sample in snapshot.samples:
             if sample.name in metrics:
-                key = (sample.name, frozenset(sample.labels.items()))
-                readings[key].append((snapshot.time, sample.value))
+                readings[sample.series].append((snapshot.time, sample.value))
     rates = {}
     for key, points in readings.items():
         span = points[-1][0] - points[0][0]
