@@ -179,7 +179,7 @@ def test_requests_go_only_to_pods_in_service_while_a_fleet_beside_others_rolls()
     """Without a surge pod the restarting pod takes no new requests (they would wait for it, unserved); a fleet
     simulated beside it keeps routing over all of its pods."""
     base = small_fleet(replicas=3, seconds=400, restart_seconds=90)
-    rolling, steady = WaitingAt(SpecConfig.off(), static(3), at=60), WaitingAt(SpecConfig.off(), SpecConfig.off(), 0)
+    rolling, steady = WaitingAt(SpecConfig.off(), static(3), at=60), SwitchAt(SpecConfig.off(), SpecConfig.off(), 0)
     sim = FleetSimulation(base.spec, base.req, base.classes, [steady, rolling], base.rng)
     sim.run(500)
     out = [(waiting, ready) for (_, _, ready), waiting in zip(rolling.seen, rolling.waiting, strict=True)]
