@@ -1,6 +1,7 @@
 """The policy benchmark: Auto (the operator's real policy core) against static settings and hindsight oracles.
 
     python -m benchmarks.policy_benchmark [--json PATH] [--quick] [--seeds N] [--hours H] [--only NAME ...]
+    python -m benchmarks.policy_benchmark --from PATH   # the table and goals of an earlier --json
 
 Scenarios are sized as an SRE sizes a fleet: N-1 replicas carry the peak (so a rolling restart at the peak is
 survivable), with the peak's batch at ≥ 2x the crossover batch where the KV cache allows it. Each cell
@@ -260,6 +261,52 @@ def _gains(record: dict[str, Any]) -> tuple[str, float, float, float]:
     return best, 1 - auto / static, 1 - auto / oracle, 1 - oracle / static
 
 
+def _p99_ratio(record: dict[str, Any], best: str) -> float:
+    runs = record["runs"]
+    return float(runs[AUTO]["tpot_p99"] / runs[best]["tpot_p99"])
+
+
+@dataclass(frozen=True)
+class Goals:
+    """The policy's goals, counted over cells (scenario x truth x seed)."""
+
+    cells: int
+    within_1pct: int  # Auto's mean TPOT within 1 % of the best static's, or better
+    with_headroom: int  # cells where the restart-paying oracle beats the best static at all
+    capture_pooled: float  # Auto's gain over the best static, summed over cells, over the headroom summed
+    capture_median: float  # the median of each cell's share, over the cells with headroom
+    wide: int  # cells with >= 15 % headroom
+    wide_won: int  # of those, Auto >= 10 % better than the best static
+    p99_within: int  # Auto's p99 TPOT <= 1.05x the best static's
+    restarts_within: int  # <= 1 restart-bound change per hour
+
+
+def goals(records: Sequence[dict[str, Any]]) -> Goals:
+    gains = [_gains(r) for r in records]
+    captures = [vs_static / headroom for _, vs_static, _, headroom in gains if headroom > 0]
+    wide = [vs_static for _, vs_static, _, headroom in gains if headroom >= 0.15]
+    p99 = [_p99_ratio(r, best) for r, (best, *_) in zip(records, gains, strict=True)]
+    return Goals(
+        cells=len(records),
+        within_1pct=sum(vs_static >= -0.01 for _, vs_static, _, _ in gains),
+        with_headroom=len(captures),
+        capture_pooled=sum(g[1] for g in gains) / sum(g[3] for g in gains) if captures else math.nan,
+        capture_median=float(np.median(captures)) if captures else math.nan,
+        wide=len(wide),
+        wide_won=sum(g >= 0.10 for g in wide),
+        p99_within=sum(ratio <= 1.05 for ratio in p99),
+        restarts_within=sum(r["runs"][AUTO]["restarts"] <= r["hours"] for r in records),
+    )
+
+
+def print_goals(records: Sequence[dict[str, Any]]) -> None:
+    g = goals(records)
+    print(f"goals over {g.cells} cells: within 1 % of the best static {g.within_1pct}; "
+          f"headroom captured {g.capture_pooled:+.0%} (pooled over cells; median of the {g.with_headroom} cells with "
+          f"headroom {g.capture_median:+.0%}); >= 10 % better where headroom >= 15 % {g.wide_won} of {g.wide}; "
+          f"p99 <= 1.05x the best static's {g.p99_within}; <= 1 restart per hour {g.restarts_within}")  # fmt: skip
+
+
 def _ci(values: list[float]) -> str:
     mean = float(np.mean(values))
     if len(values) < 2:
@@ -270,7 +317,8 @@ def _ci(values: list[float]) -> str:
 
 def print_table(records: list[dict[str, Any]]) -> None:
     print(f"{'scenario':26s} {'truth':11s} {'best static':11s} {'Auto vs best static':>20s} "
-          f"{'Auto vs restart-oracle':>22s} {'oracle headroom':>16s} {'rst':>4s} {'live':>5s}  flags")  # fmt: skip
+          f"{'Auto vs restart-oracle':>22s} {'oracle headroom':>16s} {'p99/best':>8s} {'rst':>4s} {'live':>5s}"
+          "  flags")  # fmt: skip
     cells: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for record in records:
         cells.setdefault((record["scenario"], record["truth"]), []).append(record)
@@ -278,6 +326,7 @@ def print_table(records: list[dict[str, Any]]) -> None:
         gains = [_gains(r) for r in group]
         best = max({g[0] for g in gains}, key=[g[0] for g in gains].count)
         auto = [r["runs"][AUTO] for r in group]
+        p99 = np.mean([_p99_ratio(r, g[0]) for r, g in zip(group, gains, strict=True)])
         flags = []
         if any(r["runs"][n]["saturated"] for r in group for n in r["runs"]):
             sat = sorted({n for r in group for n, v in r["runs"].items() if v["saturated"]})
@@ -286,7 +335,7 @@ def print_table(records: list[dict[str, Any]]) -> None:
             flags.append("never crosses the crossover")
         print(
             f"{name:26s} {truth:11s} {best:11s} {_ci([g[1] for g in gains]):>20s} {_ci([g[2] for g in gains]):>22s} "
-            f"{_ci([g[3] for g in gains]):>16s} {np.mean([a['restarts'] for a in auto]):4.1f} "
+            f"{_ci([g[3] for g in gains]):>16s} {p99:8.2f} {np.mean([a['restarts'] for a in auto]):4.1f} "
             f"{np.mean([a['live_changes'] for a in auto]):5.1f}  {'; '.join(flags)}"
         )
 
@@ -300,7 +349,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="2-hour traces, calibrated truth only")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--json", help="write one record per cell to this path")
+    parser.add_argument("--from", dest="source", help="print the table and goals of an earlier --json, run nothing")
     args = parser.parse_args(argv)
+    if args.source:
+        with open(args.source) as f:
+            earlier = json.load(f)
+        print_table(earlier)
+        print_goals(earlier)
+        return
     hours = args.hours or (2.0 if args.quick else 24.0)
     truths = args.truths or (["calibrated"] if args.quick else list(TRUTHS))
     cases = [c for c in CASES if not args.only or c.name in args.only]
@@ -319,6 +375,7 @@ def main(argv: list[str] | None = None) -> None:
               f"crossover batch {record['crossover_batch']:.0f} ({record['crossover_qps_per_replica']:.2f} "
               f"QPS/replica); {record['sizing']}; best table {record['best_table']}")  # fmt: skip
     print_table(records)
+    print_goals(records)
     if args.json:
         with open(args.json, "w") as out:
             json.dump(records, out, indent=1, default=float)
