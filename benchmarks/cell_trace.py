@@ -2,8 +2,10 @@
 
     python -m benchmarks.cell_trace SCENARIO TRUTH [--seed N] [--hours H] [--window FROM,TO]
 
-Runs Auto and the static settings on the same requests, as the benchmark does (no tables or oracles), and
-prints each run's mean and p99 TPOT, restarts and live changes; the mean TPOT by arrival hour for Auto, off and
+Runs Auto, the static settings and the candidate tables side by side on the same requests, exactly as the
+benchmark does (so Auto's run is the benchmark's: the fleets of one simulation share its per-step noise
+stream, so leaving any out would change Auto's draws), and prints each run's (but the tables') mean and p99
+TPOT, restarts and live changes; the mean TPOT by arrival hour for Auto, off and
 the best static; every change Auto made, with the load it was judged at; and every stretch of evaluations
 where a gate held a change back (dwell, capacity, switching cost, budget...), once per stretch. `--window`
 limits the last two lists to hours FROM..TO of the trace.
@@ -20,7 +22,7 @@ import numpy as np
 from benchmarks.policy_benchmark import CASES, scenario
 from specfleet.operator.policy.decision import Inputs
 from specfleet.simulator.controllers import AutoPolicy, Fixed, Held
-from specfleet.simulator.evaluation import BASELINES, TRUTHS, Slo, run_fleets, summarize
+from specfleet.simulator.evaluation import BASELINES, TABLE_CANDIDATES, TRUTHS, Slo, run_fleets, summarize
 from specfleet.simulator.fleet import Controller, RunResult
 from specfleet.simulator.traces import HOUR
 
@@ -68,10 +70,11 @@ def main(argv: list[str] | None = None) -> None:
     sc, sizing = scenario(case, args.hours, args.seed, args.truth)
     low, high = (float(x) for x in args.window.split(",")) if args.window else (0.0, math.inf)
     auto = AutoPolicy(sc.deployment_spec(), None)
-    controllers: list[Controller] = [auto, *(Fixed(config) for config in BASELINES.values())]
+    candidates = {**BASELINES, **TABLE_CANDIDATES}
+    controllers: list[Controller] = [auto, *(Fixed(config) for config in candidates.values())]
     runs = run_fleets(sc, controllers, sc.requests(), auto.interval_seconds)
-    results = dict(zip((AUTO, *BASELINES), runs, strict=True))
-    summaries = {name: summarize(name, result, Slo(), sc.trace.duration) for name, result in results.items()}
+    results = dict(zip((AUTO, *candidates), runs, strict=True))
+    summaries = {name: summarize(name, results[name], Slo(), sc.trace.duration) for name in (AUTO, *BASELINES)}
     print(f"{sc.name}, truth {sc.truth}, seed {sc.seed}, {args.hours:g} h: {sizing.note}")
     for name, summary in summaries.items():
         print(f"  {name:11s} mean {summary.tpot_mean * 1e3:7.2f} ms  p99 {summary.tpot_p99 * 1e3:7.2f} ms  "

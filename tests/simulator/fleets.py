@@ -21,6 +21,7 @@ def small_fleet(
     seconds: float = 300.0,
     replicas: int = 2,
     restart_seconds: float = 60.0,
+    ceiling_k: int = 0,
 ) -> FleetSimulation:
     """Two 8B replicas under constant ShareGPT load."""
     trace = builtin_trace("constant", qps, seconds / 3600)
@@ -31,6 +32,7 @@ def small_fleet(
         family=DraftFamily.EAGLE,
         replicas=replicas,
         restart_seconds=restart_seconds,
+        ceiling_k=ceiling_k,
     )
     chosen = controller if controller is not None else Fixed(config or SpecConfig.off())
     return FleetSimulation(spec, requests, [SHAREGPT], chosen, rng)

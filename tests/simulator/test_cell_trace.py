@@ -7,6 +7,7 @@ import re
 import pytest
 
 from benchmarks.cell_trace import _stretches, main
+from benchmarks.policy_benchmark import CASES, run_cell
 from specfleet.simulator.controllers import Held
 from specfleet.simulator.evaluation import BASELINES
 
@@ -41,3 +42,16 @@ def test_a_burst_cell_shows_the_late_disable_and_what_held_it(capsys: pytest.Cap
     stretch = re.search(r"h x(\d+) dwell \(B̂ \d+.*\): wants disable to off", held)
     assert stretch is not None
     assert int(stretch[1]) >= 1
+
+
+@pytest.mark.slow
+def test_the_traced_auto_run_is_the_benchmark_cells(capsys: pytest.CaptureFixture[str]) -> None:
+    # The fleets of one simulation share its per-step noise: the trace must run the benchmark's fleets, all.
+    case = next(c for c in CASES if c.name == "8b-burst")
+    record = run_cell((case, "steep", 0, 2.0))
+    main(["8b-burst", "steep", "--hours", "2"])
+    out = capsys.readouterr().out
+    traced = re.search(r"^  auto +mean +(\d+\.\d+) ms +p99 +(\d+\.\d+) ms +restarts (\d+)", out, re.M)
+    assert traced is not None
+    auto = record["runs"]["auto"]
+    assert traced.groups() == (f"{auto['tpot_mean'] * 1e3:.2f}", f"{auto['tpot_p99'] * 1e3:.2f}", str(auto["restarts"]))

@@ -104,6 +104,20 @@ def test_a_table_within_the_startup_k_applies_live() -> None:
     assert small_fleet(controller=off, replicas=3, seconds=300).run(300).restarts == 1
 
 
+def test_a_table_fleet_starts_at_the_deployments_ceiling_k_so_a_deeper_table_is_live() -> None:
+    """As the operator starts live-table fleets at maxSpeculativeTokens, a table whose largest k rises past the
+    starting table's (2 → 4) is pushed live under ceiling 5; without a ceiling it rolls; a fixed k is sized for
+    itself either way."""
+    start, deeper = table(((8, 2), (1 << 20, 1))), table(((8, 4), (1 << 20, 1)))
+    for ceiling, restarts in ((5, 0), (0, 1)):
+        controller = SwitchAt(start, deeper, at=60)
+        sim = small_fleet(controller=controller, replicas=2, seconds=300, ceiling_k=ceiling)
+        assert sim.run(300).restarts == restarts
+        assert sim.pod(0).spec_positions == (5 if ceiling else 4)
+    fixed = SwitchAt(static(2), static(4), at=60)
+    assert small_fleet(controller=fixed, replicas=2, seconds=300, ceiling_k=5).run(300).restarts == 1
+
+
 def test_signals_from_simulated_pods_measure_the_hidden_acceptance() -> None:
     """The real signals code, on the simulated scrapes, recovers L and the load without seeing the model."""
     scrape = SimulatedScrape("fleet", "m", window_seconds=120)

@@ -147,6 +147,7 @@ def run_fleets(
         dt=scenario.dt,
         interval=interval,
         model_name=MODEL_IDS[scenario.deployment],
+        ceiling_k=scenario.deployment_spec().speculation.max_speculative_tokens,
     )
     rng = np.random.default_rng(scenario.seed + 1)
     sim = FleetSimulation(spec, requests, scenario.classes(), controllers, rng)

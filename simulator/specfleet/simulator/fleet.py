@@ -44,6 +44,10 @@ class FleetSpec:
     dt: float = 0.5
     interval: float = 30.0  # how often the controller runs
     model_name: str = "simulated"
+    # The k a pod started with a batch-size table is sized for: the deployment's maxSpeculativeTokens, where
+    # the operator starts live-table fleets so that any table within it is pushed without a restart (0: the
+    # table's own largest k).
+    ceiling_k: int = 0
 
 
 class Controller(Protocol):
@@ -237,7 +241,7 @@ class FleetSimulation:
         self.configs = [self.targets[r // per] for r in range(self.pods)]
         self.started = [0.0] * self.pods
         # The k each pod's engine started with: its drafter, graphs and lookahead KV are sized for it.
-        self.startup_k = [c.k if c.enabled else 0 for c in self.configs]
+        self.startup_k = [self._startup_k(c) for c in self.configs]
         self.counters = FleetCounters(self.pods, MAX_POSITIONS)
         self.queues = PodQueues(self.pods)
         self.admission_cost = self.req.prompt.astype(np.int64) + 1  # KV tokens a request needs to start
@@ -289,6 +293,11 @@ class FleetSimulation:
         name, started = f"pod-{replica % self.spec.replicas}", self.started[replica]
         return self.counters.pod(replica, name, config_hash(config), positions, started)
 
+    def _startup_k(self, config: SpecConfig) -> int:
+        if not config.enabled:
+            return 0
+        return max(config.k, self.spec.ceiling_k) if config.schedule else config.k
+
     def live(self, replica: int, config: SpecConfig) -> bool:
         """Whether the pod can switch to `config` without a restart: a new batch-size table within what its
         engine started with (drafter loaded, the same method, k no higher than its startup k)."""
@@ -304,7 +313,7 @@ class FleetSimulation:
         target, restarting = self.targets[group], self.restarting[group]
         if restarting is not None and now >= self.restart_until[group]:
             self.configs[restarting], self._k_rows = target, None
-            self.startup_k[restarting] = target.k if target.enabled else 0
+            self.startup_k[restarting] = self._startup_k(target)
             self.counters.reset(restarting)
             self.started[restarting] = now
             self.restarting[group] = restarting = None
