@@ -23,8 +23,8 @@ WEAK = extrapolate((0.3, 0.1), 5, PRIORS["eagle3"])
 
 
 def truth(cost: CostModel) -> Parameters:
-    """An engine the roofline misjudges: verification past the knee is cheap, and the drafter's pass costs
-    per sequence even at k=0."""
+    """An engine the roofline misjudges: verification past the knee is cheap, the drafter's pass costs more
+    per sequence, and a k=0 row's tax is a third of what vLLM measured."""
     prior = cost.prior()
     return replace(
         prior,
@@ -33,7 +33,9 @@ def truth(cost: CostModel) -> Parameters:
         knee=prior.knee * 0.5,
         kv=prior.kv * 1.3,
         draft_fixed=prior.draft_fixed * 1.5,
-        draft_sequence=6e-6,
+        draft_sequence=prior.draft_sequence * 1.5,
+        zero_row_fixed=prior.zero_row_fixed / 3,
+        zero_row_sequence=prior.zero_row_sequence / 3,
     )
 
 
@@ -73,6 +75,9 @@ def test_without_evidence_the_prior_rules() -> None:
         assert predictor.step(3, batch, drafter_loaded=True) == COST.step_spec(3, batch)
     std = predictor.fitted.posterior.std()
     assert std[PARAMETER_NAMES.index("token")] == pytest.approx(0.5 * COST.prior().token)
+    # The drafter's per-sequence cost may be as large as what a k=0 row pays per sequence (vLLM's measurement).
+    assert std[PARAMETER_NAMES.index("draft_sequence")] == pytest.approx(COST.prior().zero_row_sequence)
+    assert COST.prior().zero_row_sequence > 2 * COST.prior().draft_sequence
 
 
 def test_the_fit_converges_to_a_different_linear_truth() -> None:
@@ -86,19 +91,19 @@ def test_the_fit_converges_to_a_different_linear_truth() -> None:
     assert fitted.parameters.token == pytest.approx(params.token, rel=0.25)
 
 
-def test_the_fit_reranks_a_taxed_zero_row_against_k1() -> None:
-    params = truth(COST)
+def test_the_fit_reranks_a_cheap_zero_row_against_k1() -> None:
+    start = COST.prior()
+    params = replace(start, zero_row_fixed=start.zero_row_fixed / 10, zero_row_sequence=start.zero_row_sequence / 10)
     prior = Predictor(COST, WEAK, Calibration())
-    # The premise: the prior ranks a k=0 row above k=1 at bs=256 ...
-    assert prior.speedup(0, 256, drafter_loaded=True) > prior.speedup(1, 256)
-    # ... where the truth has k=1 faster than the taxed k=0.
+    # The premise: the prior, taxing a k=0 row as vLLM measured, ranks k=1 above it at bs=256 ...
+    assert prior.speedup(1, 256) > prior.speedup(0, 256, drafter_loaded=True)
+    # ... where the truth's k=0 row, taxed a tenth as much, is faster than k=1.
     off = COST.step(COST.shape(0, 256, drafter=False), astuple(params))
     taxed = COST.step(COST.shape(0, 256, drafter=True), astuple(params))
     k1 = COST.step(COST.shape(1, 256, drafter=True), astuple(params))
-    assert (1 + WEAK[0]) * off / k1 > off / taxed
+    assert off / taxed > (1 + WEAK[0]) * off / k1
     fitted = Predictor(COST, WEAK, feed(Calibration(), COST, params, 400))
-    assert fitted.speedup(1, 256) > fitted.speedup(0, 256, drafter_loaded=True)
-    assert not rendered_zero_row(fitted, 256)
+    assert fitted.speedup(0, 256, drafter_loaded=True) > fitted.speedup(1, 256)
 
 
 def test_a_zero_row_is_written_where_the_fitted_tax_is_surely_below_the_loss() -> None:

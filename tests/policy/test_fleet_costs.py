@@ -52,8 +52,8 @@ def test_zero_row_steps_teach_the_drafter_tax() -> None:
     state = replace(initial_state(ctx), current=TABLE, last_good=TABLE)
     state, _ = learn(0.0, make_signals(600, samples=0, tpot_seconds=0.05), state, ctx)
     moment = dict(zip(PARAMETER_NAMES, state.calibration.evidence.moment, strict=True))
-    assert moment["draft_fixed"] > 0  # the drafter's pass ran on that step: its tax is observed
-    assert moment["draft_position"] == 0  # but nothing was drafted
+    assert moment["zero_row_fixed"] > 0  # a k=0 row ran with the drafter loaded: its tax is observed
+    assert moment["draft_fixed"] == moment["draft_position"] == 0  # but nothing was drafted
 
 
 def test_only_positions_every_busy_step_drafted_are_measured() -> None:
@@ -396,6 +396,26 @@ def test_a_load_rising_toward_the_capacity_wall_turns_speculation_off_before_it(
         assert isinstance(reach, float)
         wall = float(re.search(r"reach B=(\d+) per replica", first.reason)[1])  # type: ignore[index]
         assert forecast < wall / 2 < wall <= reach
+
+
+def test_a_loss_too_small_to_pay_for_a_restart_still_goes_off_before_the_wall() -> None:
+    """A draft that loses a little (S just under the disable bar) on a load rising toward the wall: the loss
+    alone does not pay for a restart, but past the wall none lands and the fleet would lose for the whole peak.
+    The wall is judged first, so the fleet goes off while a rollout can still land, not stuck at the gate."""
+    ctx = make_context(surge=False, min_k=1, max_k=1)
+
+    def rising(now: float, _: PolicyState) -> Signals:
+        load = 10 + 2 * now / 30
+        return make_signals(load, kv_cache_usage=load / 400, acceptance_by_position=[0.27], acceptance_length=1.27)
+
+    decisions = run(ctx, _at_k1(ctx), rising, steps=80)
+    codes = [d.code for d in decisions]
+    assert Reason.SWITCHING_COST in codes  # the loss alone is held back: too small for a restart
+    first = next((d for d in decisions if d.action != Action.HOLD), None)
+    assert first is not None, "the fleet stayed speculating into the wall"
+    assert (first.action, first.code) == (Action.DISABLE, Reason.CAPACITY)
+    assert "off while a rollout can still land" in first.reason
+    assert not any(d.action == Action.HOLD and d.code == Reason.CAPACITY for d in decisions)  # never stuck
 
 
 def test_speculation_turns_on_only_in_a_trough_of_the_capacity_wall() -> None:

@@ -132,7 +132,8 @@ def test_a_table_the_fit_has_outgrown_is_replaced_live_for_a_gain_at_the_running
     assert (decision.action, decision.code) == (Action.SET_SCHEDULE, Reason.GAIN)
     assert decision.live
     assert decision.reason.startswith("the cost fit moved")
-    assert decision.target == rendered.current
+    # Rows the fit surely improves at their sizes take its k (the running load's among them); the others keep 1.
+    assert decision.target.k_at(8) == rendered.current.k_at(8) > 1
     # The same table except far above the running load: no gain at B̂, so no change.
     rows = rendered.current.schedule
     elsewhere = replace(rendered, current=replace(rendered.current, schedule=(*rows[:-1], (rows[-1][0], 0))))

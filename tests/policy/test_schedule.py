@@ -4,7 +4,9 @@ from specfleet.operator.policy.acceptance import PRIORS, extrapolate
 from specfleet.operator.policy.calibration import Calibration
 from specfleet.operator.policy.predictor import Predictor
 from specfleet.operator.policy.schedule import (
+    BATCH_GRID,
     DRIFT_THRESHOLD,
+    LIVE_MIN_GAIN,
     TAX_PESSIMISM,
     drifted,
     render_schedule,
@@ -56,3 +58,26 @@ def test_drift_threshold() -> None:
     assert drifted(None, CURVE)
     assert not drifted(CURVE, tuple(a + DRIFT_THRESHOLD / 2 for a in CURVE))
     assert drifted(CURVE, tuple(a - 2 * DRIFT_THRESHOLD for a in CURVE))
+
+
+def test_a_rerendered_table_keeps_the_running_rows_the_fit_does_not_surely_beat() -> None:
+    """Near a boundary between two k the fit's small moves would swap a row back and forth as the load crosses
+    it; a re-rendered row takes the new k only where that is at least LIVE_MIN_GAIN faster at its size."""
+    predictor, k_range = Predictor(COST_8B_H100, CURVE, Calibration()), range(1, 6)
+    fresh = SpecConfig(enabled=True, k=5, schedule=render_schedule(predictor, k_range))
+    assert render_schedule(predictor, k_range, incumbent=fresh) == fresh.schedule
+    running = SpecConfig(enabled=True, k=5, schedule=tuple((b, max(k - 1, 1)) for b, k in fresh.schedule))
+    rerendered = SpecConfig(enabled=True, k=5, schedule=render_schedule(predictor, k_range, incumbent=running))
+    kept = replaced = 0
+    for batch in BATCH_GRID:
+        new, old = fresh.k_at(batch), running.k_at(batch)
+        if new == old:
+            continue
+        sure = predictor.speedup(new, batch) >= (1 + LIVE_MIN_GAIN) * predictor.speedup(old, batch)
+        assert rerendered.k_at(batch) == (new if sure else old)
+        kept, replaced = kept + (not sure), replaced + sure
+    assert kept
+    assert replaced
+    # A k=0 row is written only where the tax test says so, never kept for being close.
+    zero_topped = SpecConfig(enabled=True, k=5, schedule=(*fresh.schedule[:-1], (fresh.schedule[-1][0], 0)))
+    assert render_schedule(predictor, k_range, incumbent=zero_topped) == fresh.schedule

@@ -24,10 +24,6 @@ from specfleet.operator.policy.fit import Evidence, Posterior
 NOISE = 0.05
 # Prior standard deviation as a fraction of each roofline parameter: the roofline is right within a factor.
 PRIOR_SPREAD = 0.5
-# The prior prices the drafter's per-sequence pass at the draft's share of the target's work per token, which
-# falls short of the tax measured on k=0 rows (+22 % at a batch of 189); its spread lets the fit find a larger
-# one, worth this many of the drafter's fixed per-step costs at a batch of 256.
-DRAFT_SEQUENCE_SPREAD = 2.0 / 256
 EVIDENCE_HALF_LIFE_S = 4 * 3600.0
 # A profile's measured deviation never falls below this fraction of the roofline's (see `prior_of`).
 MEASURED_SPREAD_FLOOR = 0.1
@@ -118,8 +114,12 @@ class FittedCost:
 
 
 def roofline_spread(cost: CostModel) -> tuple[float, ...]:
+    """PRIOR_SPREAD of each roofline parameter, but the drafter's per-sequence cost: the roofline prices it at
+    the draft's share of the target's work, while vLLM's speculative path costs far more per sequence on a k=0
+    row (`ZERO_ROW_TAX`). Whether drafting steps pay that too is not measured, so its spread is that cost."""
+    prior = cost.prior()
     spread = tuple(PRIOR_SPREAD * p for p in cost.roofline_values)
-    return _with(spread, "draft_sequence", DRAFT_SEQUENCE_SPREAD * cost.draft.fixed_s)
+    return _with(spread, "draft_sequence", prior.zero_row_sequence)
 
 
 def prior_of(cost: CostModel) -> tuple[tuple[float, ...], tuple[float, ...]]:

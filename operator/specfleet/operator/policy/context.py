@@ -59,11 +59,12 @@ class Context:
         pod runs specfleet's runtime, whose control endpoint takes a new table within the start-up k."""
         return self.table_supported
 
-    def enabled_config(self, predictor: Predictor, k: int) -> SpecConfig:
-        """Speculation on: the batch-size→k table where the topology allows it, else a fixed k."""
+    def enabled_config(self, predictor: Predictor, k: int, incumbent: SpecConfig | None = None) -> SpecConfig:
+        """Speculation on: the batch-size→k table where the topology allows it, else a fixed k. `incumbent`:
+        the configuration running, whose table's rows a re-rendered table keeps unless surely beaten."""
         if not self.table_supported:
             return SpecConfig(enabled=True, k=k)
-        table = render_schedule(predictor, self.k_range)
+        table = render_schedule(predictor, self.k_range, incumbent=incumbent)
         ceiling = max(row_k for _, row_k in table)
         return SpecConfig(enabled=True, k=ceiling or self.policy.min_k, schedule=table)
 

@@ -43,6 +43,10 @@ STEP_OVERHEAD_S = 1.5e-3
 DEFAULT_CONTEXT_TOKENS = 1024.0
 # Fraction of GPU memory vLLM gives to weights plus KV cache (its default gpu_memory_utilization).
 GPU_MEMORY_UTILIZATION = 0.9
+# What a k=0 row costs with a drafter loaded, relative to the same engine started without speculation, as
+# measured in vLLM (issue #49548, gemma-4-31B FP8 on one H100 NVL): +6.6 % TPOT at concurrency 2, +21.6 % at
+# 189. Far above the drafter's own pass over the batch, so the prior takes the measurement, not the roofline.
+ZERO_ROW_TAX = ((2.0, 0.066), (189.0, 0.216))
 
 
 @dataclass(frozen=True)
@@ -77,9 +81,12 @@ class Parameters:
     step cost `token` each: they run the same GEMMs, and a prompt's maths is its cost whatever the batch (the
     knee term stays the decode's). Pricing them with the decode's own parameter, rather than with one of their
     own, is what tells them apart: prompt work grows with the load exactly as the batch does. A loaded drafter
-    adds `draft_fixed + draft_sequence·B` on every step (its pass runs even at k=0) and, per drafted position,
+    adds `draft_fixed + draft_sequence·B` on every speculating step and, per drafted position,
     `draft_position + draft_token·B + draft_kv·B·c`. The same target parameters price a plain step of B tokens
-    and the verification of B·(k+1), so either mode's evidence teaches the other.
+    and the verification of B·(k+1), so either mode's evidence teaches the other. A k=0 row (a batch-size
+    table's row that drafts nothing, the drafter still loaded) pays `zero_row_fixed + zero_row_sequence·B` on top
+    of the plain step instead: vLLM's k=0 path costs far more than the drafter's pass (`ZERO_ROW_TAX`), and
+    only k=0 rows can say how much.
     """
 
     fixed: float
@@ -91,6 +98,8 @@ class Parameters:
     draft_position: float
     draft_token: float
     draft_kv: float
+    zero_row_fixed: float
+    zero_row_sequence: float
 
 
 @dataclass(frozen=True)
@@ -163,33 +172,52 @@ class CostModel:
             payload = self.model.hidden_size * BF16_BYTES / self.gpu.interconnect_bytes_s
             allreduce_token = 2 * self.model.layers * payload
         share = self.draft.weight_fraction
+        fixed = self._memory_s(self.model.weight_bytes) + STEP_OVERHEAD_S + allreduce_fixed
+        token = UNOVERLAPPED_COMPUTE * per_token + allreduce_token
+        zero_row_fixed, zero_row_sequence = self._zero_row_tax(fixed, token, per_token, kv_token)
         return Parameters(
-            fixed=self._memory_s(self.model.weight_bytes) + STEP_OVERHEAD_S + allreduce_fixed,
-            token=UNOVERLAPPED_COMPUTE * per_token + allreduce_token,
+            fixed=fixed,
+            token=token,
             knee=per_token,
             kv=kv_token,
             draft_fixed=self.draft.fixed_s,
-            # Every step, k=0 included, the drafter runs over each sequence's new token to keep its own KV in step.
+            # Every speculating step the drafter runs over each sequence's new token to keep its own KV in step.
             draft_sequence=share * (per_token + kv_token * self.context_tokens),
             draft_position=self._memory_s(share * self.model.weight_bytes) + self.draft.per_position_s,
             draft_token=share * per_token,
             draft_kv=share * kv_token,
+            zero_row_fixed=zero_row_fixed,
+            zero_row_sequence=zero_row_sequence,
         )
+
+    def _zero_row_tax(self, fixed: float, token: float, knee: float, kv: float) -> tuple[float, float]:
+        """(fixed, per sequence) seconds that put a k=0 row's step `ZERO_ROW_TAX` above the plain step of this
+        prior at both measured concurrencies: the line through the two points."""
+
+        def plain(batch: float) -> float:
+            return fixed + token * batch + knee * max(batch - self.knee_tokens, 0.0) + kv * batch * self.context_tokens
+
+        (b0, t0), (b1, t1) = ZERO_ROW_TAX
+        per_sequence = max((t1 * plain(b1) - t0 * plain(b0)) / (b1 - b0), 0.0)
+        return max(t0 * plain(b0) - b0 * per_sequence, 0.0), per_sequence
 
     def features(self, shape: StepShape) -> tuple[float, ...]:
         """The quantities one engine step's time is linear in, in the order of `Parameters`' fields."""
         kv_tokens = shape.batch * shape.context
-        drafter = 1.0 if shape.drafter else 0.0
+        drafting = 1.0 if shape.drafter and shape.k > 0 else 0.0
+        zero_row = 1.0 if shape.drafter and shape.k == 0 else 0.0
         return (
             1.0,
             shape.tokens + shape.prompt_tokens,
             max(shape.tokens - self.knee_tokens, 0.0),
             kv_tokens,
-            drafter,
-            drafter * shape.batch,
+            drafting,
+            drafting * shape.batch,
             float(shape.k),
             shape.k * shape.batch,
             shape.k * kv_tokens,
+            zero_row,
+            zero_row * shape.batch,
         )
 
     def shape(self, k: int, batch: float, *, drafter: bool, prompt_tokens: float = 0.0) -> StepShape:

@@ -16,10 +16,10 @@ from specfleet.operator.policy.acceptance import collapse_floor
 from specfleet.operator.policy.belief import speedup_belief
 from specfleet.operator.policy.context import Context
 from specfleet.operator.policy.decision import Action, Decision, Inputs, Reason
-from specfleet.operator.policy.gates import CONFIDENCE, LIVE_MIN_GAIN, gate, recurring_peaks
+from specfleet.operator.policy.gates import CONFIDENCE, gate, recurring_peaks
 from specfleet.operator.policy.observe import Observation, learn
 from specfleet.operator.policy.proposal import Kind, Proposal, hold, is_live, relative_gain
-from specfleet.operator.policy.schedule import BATCH_GRID, drifted
+from specfleet.operator.policy.schedule import BATCH_GRID, LIVE_MIN_GAIN, drifted
 from specfleet.operator.policy.state import TROUGH_FRACTION, PolicyState, SpecConfig, Verification
 from specfleet.operator.policy.verify import verify
 
@@ -134,6 +134,12 @@ def _advise(now: float, state: PolicyState, obs: Observation, ctx: Context, inpu
         spread = predictor.tpot_ratio_std(SpecConfig.off(), target, b_hat)
         reason = f"{at} > {enable_above:.2f}"
         return Proposal(Action.ENABLE, Reason.GAIN, reason, target, gain=gain, spread=spread), inputs
+    # The wall comes first: a loss too small to pay for a restart now would otherwise hold the fleet speculating
+    # until it crosses the wall, and then for the whole peak, losing more the larger the batch.
+    walled = _walled(current, b_hat, obs, ctx) if ctx.mode != SpeculationMode.ON else None
+    if walled:
+        reason = f"{walled}: off while a rollout can still land ({at})"
+        return Proposal(Action.DISABLE, Reason.CAPACITY, reason, SpecConfig.off(), Kind.TROUGH), inputs
     if s_best < disable_below and ctx.mode != SpeculationMode.ON:
         # Priced against the bar the SRE set: the margin stands for the drafter's tax on memory and tails. Made
         # on the prediction, not its bound (see CONFIDENCE): a fleet that stays on while it loses slows down and
@@ -141,10 +147,6 @@ def _advise(now: float, state: PolicyState, obs: Observation, ctx: Context, inpu
         gain = disable_below / s_current - 1
         reason = f"{at} < {disable_below:.2f}"
         return Proposal(Action.DISABLE, Reason.LOSS, reason, SpecConfig.off(), gain=gain), inputs
-    walled = _walled(current, b_hat, obs, ctx) if ctx.mode != SpeculationMode.ON else None
-    if walled:
-        reason = f"{walled}: off while a rollout can still land ({at})"
-        return Proposal(Action.DISABLE, Reason.CAPACITY, reason, SpecConfig.off(), Kind.TROUGH), inputs
     recurring = recurring_peaks(now, state) if ctx.mode != SpeculationMode.ON else None
     if recurring and s_best > enable_above:
         reason = f"{recurring}: off while the load is low ({at})"
@@ -195,7 +197,7 @@ def _retune(state: PolicyState, obs: Observation, ctx: Context, k_best: int, at:
     current, predictor = state.current, obs.predictor
     assert obs.forecast is not None
     if ctx.table_supported:
-        target = ctx.enabled_config(predictor, k_best)
+        target = ctx.enabled_config(predictor, k_best, incumbent=current)
         if current.schedule is not None and not drifted(state.table_curve, predictor.curve):
             return _refit_table(current, target, obs, ctx, at)
         # A new table costs a restart only when the pods run none yet; live, it may as well be right at loads

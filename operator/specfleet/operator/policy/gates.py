@@ -13,8 +13,9 @@ next one or before the capacity wall, see `decide._walled`) passes only the capa
 
 A live change (a new batch-size→k table pushed to the running pods, see `proposal.is_live`) costs about
 nothing: no pod restarts and no capacity is lost. It passes only the evidence gate, waits for a restart-bound
-change's verification, and needs a predicted gain of at least `LIVE_MIN_GAIN` (with the table's drift
-threshold, the hysteresis that keeps it from flapping); no dwell, switching cost, cooldown or budget.
+change's verification, and needs a predicted gain of at least `LIVE_MIN_GAIN`; with the table's drift
+threshold and the rows' own hysteresis (`schedule.render_schedule`), that keeps it from flapping. No dwell,
+switching cost, cooldown or budget.
 """
 
 from __future__ import annotations
@@ -26,14 +27,13 @@ from specfleet.operator.policy.context import Context
 from specfleet.operator.policy.decision import Action, Reason
 from specfleet.operator.policy.observe import Observation
 from specfleet.operator.policy.proposal import Kind, Proposal, is_live
+from specfleet.operator.policy.schedule import LIVE_MIN_GAIN
 from specfleet.operator.policy.state import DAY_S, Pending, PolicyState
 
 # Requests waiting per replica (window mean) from which a fleet is taken to be queueing: not carrying its load.
 SATURATED_QUEUE = 1.0
 # Forced restarts to off at saturated peaks, within a day, from which the peaks count as recurring.
 RECURRING_PEAKS = 2
-# Smallest predicted relative gain a live table change must promise (fleet-wide TPOT over the forecast load).
-LIVE_MIN_GAIN = 0.01
 # Standard deviations of the fit below its predicted gain that a restart-bound change must still pay off at
 # (a disable for a loss at the load now goes on the prediction, see decide._advise).
 CONFIDENCE = 1.0

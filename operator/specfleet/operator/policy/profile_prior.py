@@ -7,9 +7,10 @@ parameter) is stored in the profile's status, and a fleet with a completed profi
 instead of at the roofline (`CostModel.measured`).
 
 The profiling engine sets k through its live table, so its drafter is loaded at every point (k=0 included):
-each point is a step with the drafter's fixed pass. The running batch is taken as the concurrency (each point
-keeps that many requests in flight) and the context as the cost model's default. Since the drafter is loaded
-at every point, the target's fixed cost and the drafter's are measured only as a sum; the prior splits it.
+a k=0 point is a k=0 row's step, the plain step plus that row's tax. The running batch is taken as the
+concurrency (each point keeps that many requests in flight) and the context as the cost model's default.
+Since the drafter is loaded at every point, the plain step is never measured alone: the target's fixed cost is
+measured only in sums with the k=0 row's and the drafter's; the prior splits them.
 """
 
 from __future__ import annotations
