@@ -117,9 +117,9 @@ def roofline_spread(cost: CostModel) -> tuple[float, ...]:
     """PRIOR_SPREAD of each roofline parameter, but the drafter's per-sequence cost: the roofline prices it at
     the draft's share of the target's work, while vLLM's speculative path costs far more per sequence on a k=0
     row (`ZERO_ROW_TAX`). Whether drafting steps pay that too is not measured, so its spread is that cost."""
-    prior = cost.prior()
-    spread = tuple(PRIOR_SPREAD * p for p in cost.roofline_values)
-    return _with(spread, "draft_sequence", prior.zero_row_sequence)
+    values = cost.roofline_values
+    spread = tuple(PRIOR_SPREAD * p for p in values)
+    return _with(spread, "draft_sequence", values[PARAMETER_NAMES.index("zero_row_sequence")])
 
 
 def prior_of(cost: CostModel) -> tuple[tuple[float, ...], tuple[float, ...]]:

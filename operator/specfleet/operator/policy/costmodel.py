@@ -172,12 +172,9 @@ class CostModel:
             payload = self.model.hidden_size * BF16_BYTES / self.gpu.interconnect_bytes_s
             allreduce_token = 2 * self.model.layers * payload
         share = self.draft.weight_fraction
-        fixed = self._memory_s(self.model.weight_bytes) + STEP_OVERHEAD_S + allreduce_fixed
-        token = UNOVERLAPPED_COMPUTE * per_token + allreduce_token
-        zero_row_fixed, zero_row_sequence = self._zero_row_tax(fixed, token, per_token, kv_token)
-        return Parameters(
-            fixed=fixed,
-            token=token,
+        untaxed = Parameters(
+            fixed=self._memory_s(self.model.weight_bytes) + STEP_OVERHEAD_S + allreduce_fixed,
+            token=UNOVERLAPPED_COMPUTE * per_token + allreduce_token,
             knee=per_token,
             kv=kv_token,
             draft_fixed=self.draft.fixed_s,
@@ -186,16 +183,18 @@ class CostModel:
             draft_position=self._memory_s(share * self.model.weight_bytes) + self.draft.per_position_s,
             draft_token=share * per_token,
             draft_kv=share * kv_token,
-            zero_row_fixed=zero_row_fixed,
-            zero_row_sequence=zero_row_sequence,
+            zero_row_fixed=0.0,
+            zero_row_sequence=0.0,
         )
+        zero_row_fixed, zero_row_sequence = self._zero_row_tax(astuple(untaxed))
+        return replace(untaxed, zero_row_fixed=zero_row_fixed, zero_row_sequence=zero_row_sequence)
 
-    def _zero_row_tax(self, fixed: float, token: float, knee: float, kv: float) -> tuple[float, float]:
-        """(fixed, per sequence) seconds that put a k=0 row's step `ZERO_ROW_TAX` above the plain step of this
-        prior at both measured concurrencies: the line through the two points."""
+    def _zero_row_tax(self, values: Sequence[float]) -> tuple[float, float]:
+        """(fixed, per sequence) seconds that put a k=0 row's step `ZERO_ROW_TAX` above the plain step these
+        parameter values price, at both measured concurrencies: the line through the two points."""
 
         def plain(batch: float) -> float:
-            return fixed + token * batch + knee * max(batch - self.knee_tokens, 0.0) + kv * batch * self.context_tokens
+            return self.step(self.shape(0, batch, drafter=False), values)
 
         (b0, t0), (b1, t1) = ZERO_ROW_TAX
         per_sequence = max((t1 * plain(b1) - t0 * plain(b0)) / (b1 - b0), 0.0)
