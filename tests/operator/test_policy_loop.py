@@ -133,7 +133,9 @@ def test_load_past_the_crossover_turns_speculation_off_and_back_on(
     api_client: kubernetes.client.ApiClient,
     namespace: str,
 ) -> None:
-    _create(api_client, _fleet(namespace, "chat"))
+    # The scripted pod restarts within seconds and each regime is expected to last two hours: speculating at the
+    # light load earns more than a repeat of the peak would cost before the fleet got off (the peak-risk gate).
+    _create(api_client, _fleet(namespace, "chat", restartCostSeconds=1, expectedDwellSeconds=7200))
     with Kubelet(emulator, prometheus_server, namespace, "chat") as kubelet:
         wait_for(lambda: kubelet.hash, what="the first pod")
         wait_for(

@@ -481,3 +481,35 @@ def test_the_forecast_follows_the_fleet_load_not_a_rollouts_share_of_it() -> Non
     for i in range(40):
         state, _ = learn(30.0 * i, make_signals(40.0 * 4 / 3), state, ready)
     assert state.forecast.level == pytest.approx(40.0 * 4 / 3)  # a ready fleet's pods carry it all
+
+
+def test_one_peak_that_cost_dear_holds_speculation_off_while_it_earns_less_than_a_repeat_would_cost() -> None:
+    """One peak where speculation lost is recorded with what the fit then said it lost there. Turning
+    speculation back on at a light load earns little (few sequences); should the peak come back, the fleet
+    loses on many sequences until the dwell and a whole rollout to off have passed: held (`peak-risk`) while
+    that risk exceeds the gain, the risk weighed by how likely a repeat is (one peak in the time since it
+    began). A peak left as its loss began, at a load where speculating barely loses, holds nothing; nor does
+    one with a restart priced at nothing (the fleet gets off at once)."""
+    ctx = make_context(dwell_seconds=0, surge=False, restart_cost_seconds=90)
+    forced = decide(0.0, _queued_poor(4 * 30.0), _at_k1(ctx), ctx)
+    assert (forced.action, forced.code) == (Action.DISABLE, Reason.LOSS)
+    assert forced.state.peak_load == 300.0
+    assert forced.state.peak_loss is not None
+    assert forced.state.peak_loss > 0.1
+    off = replace(forced.state, verification=None, forecast=Forecast(level=4.0))
+    quiet = make_signals(4, enabled=False)
+    held = decide(9000.0, quiet, off, ctx)
+    assert held.code == Reason.PEAK_RISK
+    assert (held.wants or "").startswith("enable to")
+    assert re.search(
+        r"should the peak of B̂=300 per replica come back \(20% likely within 1800 s, one in the 150 min since it "
+        r"began\), speculating there loses \d+% for the 360 s",
+        held.reason,
+    )
+    assert PolicyState.from_dict(off.to_dict()).peak_loss == off.peak_loss
+    mild = replace(off, peak_load=8.0, peak_loss=0.0)
+    assert decide(9000.0, quiet, mild, ctx).action == Action.ENABLE
+    unpriced = replace(ctx, policy=replace(ctx.policy, restart_cost_seconds=0.0))
+    assert decide(9000.0, quiet, off, unpriced).action == Action.ENABLE
+    # A peak that has not come back for most of a day is not likely to within the dwell.
+    assert decide(80_000.0, quiet, off, ctx).action == Action.ENABLE

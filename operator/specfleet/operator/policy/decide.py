@@ -108,10 +108,10 @@ def _advise(now: float, state: PolicyState, obs: Observation, ctx: Context, inpu
     b_hat = max(obs.forecast, obs.rollout_forecast or 0.0)
     k_best, s_raw = predictor.best(b_hat, ctx.k_range)
     s_best = predictor.guarded(b_hat, ctx.k_range)
-    s_current = predictor.config_speedup(current, b_hat)
-    if current.enabled:
-        # What staying costs: off would carry the same load at its own batch (see `settled_speedup`).
-        s_current = min(s_current, predictor.settled_speedup(current, b_hat))
+    # What staying costs: off would carry the same load at its own batch (see `settled_speedup`).
+    s_current = (
+        predictor.carried_speedup(current, b_hat) if current.enabled else predictor.config_speedup(current, b_hat)
+    )
     enable_above, disable_below = 1 + policy.enable_margin, 1 + policy.disable_margin
     inputs = {
         **inputs,

@@ -40,6 +40,7 @@ class Reason(StrEnum):
     SWITCHING_COST = "switching-cost"
     CAPACITY = "capacity"
     RECURRING_PEAKS = "recurring-peaks"
+    PEAK_RISK = "peak-risk"
     COOLDOWN = "cooldown"
     BUDGET = "budget"
     GAIN = "gain"

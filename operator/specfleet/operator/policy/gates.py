@@ -8,8 +8,9 @@ replica's restart time in turn, the TPOT rise it causes at the forecast load (se
 surge pod a change also waits while the replicas left in service could not carry the forecast load. The budget
 counts every restart-bound change in the rolling hour, rollbacks included; a TUNE change also keeps one restart
 in reserve for its own rollback. Peaks where speculation lost that recur faster than the fleet can follow
-(`recurring_peaks`) hold turning speculation on, and a TROUGH change (off while the load is low, before the
-next one or before the capacity wall, see `decide._walled`) passes only the capacity gate and the budget.
+(`recurring_peaks`) hold turning speculation on, as one does while a repeat of it would cost more than speculating
+earns (`peak_risk`), and a TROUGH change (off while the load is low, before the next one or before the capacity
+wall, see `decide._walled`) passes only the capacity gate and the budget.
 
 A live change (a new batch-size→k table pushed to the running pods, see `proposal.is_live`) costs about
 nothing: no pod restarts and no capacity is lost. It passes only the evidence gate, waits for a restart-bound
@@ -26,9 +27,10 @@ from dataclasses import replace
 from specfleet.operator.policy.context import Context
 from specfleet.operator.policy.decision import Action, Reason
 from specfleet.operator.policy.observe import Observation
+from specfleet.operator.policy.predictor import Predictor
 from specfleet.operator.policy.proposal import Kind, Proposal, is_live
 from specfleet.operator.policy.schedule import LIVE_MIN_GAIN
-from specfleet.operator.policy.state import DAY_S, Pending, PolicyState
+from specfleet.operator.policy.state import DAY_S, Pending, PolicyState, SpecConfig
 
 # Requests waiting per replica (window mean) from which a fleet is taken to be queueing: not carrying its load.
 SATURATED_QUEUE = 1.0
@@ -101,6 +103,9 @@ def _tune_gates(
     if recurring:
         detail = f"{recurring}; speculation waits {_free_in(now, state) / 60:.0f} min more"
         return _blocked(proposal, Reason.RECURRING_PEAKS, detail), replace(state, pending=None)
+    risk = peak_risk(now, proposal, state, obs, ctx) if proposal.action == Action.ENABLE else None
+    if risk:
+        return _blocked(proposal, Reason.PEAK_RISK, risk), replace(state, pending=None)
     pending = state.pending if state.pending and state.pending.action == proposal.action else None
     state = replace(state, pending=pending or Pending(str(proposal.action), now))
     assert state.pending is not None
@@ -108,7 +113,8 @@ def _tune_gates(
     if held < policy.dwell_seconds:
         return _blocked(proposal, Reason.DWELL, f"held {held:.0f}/{policy.dwell_seconds} s"), state
     if _peak_loss(proposal) and obs.forecast is not None:
-        state = state.with_peak(state.pending.since, now, obs.forecast)
+        loss = speculating_loss(obs.predictor, state.current, obs.forecast)
+        state = state.with_peak(state.pending.since, now, obs.forecast, loss)
     short = _short_of_capacity(proposal, state, obs, ctx)
     if short:
         return _blocked(proposal, Reason.CAPACITY, short), state
@@ -141,6 +147,42 @@ def recurring_peaks(now: float, state: PolicyState) -> str | None:
         return None
     period = (peaks[-1] - peaks[0]) / (len(peaks) - 1)
     return f"{len(peaks)} peaks in the last day, about {period / 60:.0f} min apart, where speculation lost"
+
+
+def peak_risk(now: float, proposal: Proposal, state: PolicyState, obs: Observation, ctx: Context) -> str | None:
+    """Why turning speculation on risks more than it earns, should the last day's peak where speculation lost
+    come back, or None. A load that has reached a peak may reach it again, and a fleet caught speculating there
+    loses until a restart to off lands: the dwell and the whole rollout. How often peaks come is known from one
+    only as one in the time since it began: the chance of a repeat within the expected dwell is taken as that
+    rate times the dwell (at most 1), so a peak that does not come back weighs less as it ages. Both sides weigh
+    the relative TPOT by the sequences it applies to (per replica), as a mean TPOT over requests does:
+    speculating at a light load earns little, a peak's loss falls on many. A peak the fleet left as its loss
+    began (a rise the forecast saw coming) costs next to nothing; one that stepped past the crossover at once
+    costs dear."""
+    peaks, peak, load = state.peaks_in_day(now), state.peak_load, obs.forecast
+    if not peaks or peak is None or load is None:
+        return None
+    dwell = ctx.policy.expected_dwell_seconds
+    repeat = min(1.0, dwell / max(now - peaks[-1], 1.0))
+    # The fit's evidence from the peak fades as the fleet runs at light load: what it believed there then counts.
+    loss = max(speculating_loss(obs.predictor, proposal.target, peak), state.peak_loss or 0.0)
+    reaction = ctx.policy.dwell_seconds + max(ctx.fleet.replicas, 1) * _restart_seconds(state, ctx)
+    risk = repeat * loss * peak * reaction
+    earned = proposal.assured_gain(CONFIDENCE) * load * dwell
+    if risk <= 0 or earned > risk:
+        return None
+    return (
+        f"should the peak of B̂={peak:.0f} per replica come back ({repeat:.0%} likely within {dwell:.0f} s, one "
+        f"in the {(now - peaks[-1]) / 60:.0f} min since it began), speculating there loses {loss:.0%} for the "
+        f"{reaction:.0f} s a restart to off takes ({risk:.0f} sequence-seconds of TPOT), more than the "
+        f"{max(earned, 0.0):.0f} it earns at B̂={load:.0f} over {dwell:.0f} s"
+    )
+
+
+def speculating_loss(predictor: Predictor, config: SpecConfig, load: float) -> float:
+    """The relative TPOT `config` loses against speculation off at `load` per replica (negative: it gains),
+    off settled at its own batch for the same throughput (see `Predictor.carried_speedup`)."""
+    return 1 / predictor.carried_speedup(config, load) - 1
 
 
 def _free_in(now: float, state: PolicyState) -> float:
@@ -187,11 +229,17 @@ def _switch_cost(state: PolicyState, obs: Observation, ctx: Context) -> float:
     rollout costs that share only (the restart's GPU time and risk). The restart time is the policy's, or the last
     rollout's measured time per pod when that was longer; a policy's zero turns the test off.
     """
-    policy, replicas = ctx.policy, max(ctx.fleet.replicas, 1)
-    restart = policy.restart_cost_seconds and max(policy.restart_cost_seconds, state.restart_seconds or 0.0)
+    replicas = max(ctx.fleet.replicas, 1)
     load = obs.forecast if obs.forecast is not None else 1.0
     lost = 0.0 if ctx.surge else obs.predictor.rollout_slowdown(state.current, load, replicas)
-    return restart * replicas * max(lost, 1.0 / replicas)
+    return _restart_seconds(state, ctx) * replicas * max(lost, 1.0 / replicas)
+
+
+def _restart_seconds(state: PolicyState, ctx: Context) -> float:
+    """One pod's restart: the policy's, or the last rollout's measured time per pod when that was longer; a
+    policy's zero turns the restart's pricing off."""
+    policy = ctx.policy
+    return policy.restart_cost_seconds and max(policy.restart_cost_seconds, state.restart_seconds or 0.0)
 
 
 def _thin_evidence(obs: Observation, state: PolicyState, ctx: Context) -> str | None:

@@ -167,6 +167,11 @@ class Predictor:
             return math.inf
         return self.tpot(SpecConfig.off(), plain) / self.tpot(config, b)
 
+    def carried_speedup(self, config: SpecConfig, batch: float) -> float:
+        """S of `config` at `batch` per pod, the closed-batch S or the settled one, whichever is lower: what
+        running it costs against off carrying the same load."""
+        return min(self.config_speedup(config, batch), self.settled_speedup(config, batch))
+
     def batch_limit(self, batch: float) -> float:
         """The most sequences one pod's KV cache holds at the observed context (never below `batch`)."""
         return max(self.cost.kv_capacity_tokens() / max(self.cost.context_tokens, 1.0), batch)

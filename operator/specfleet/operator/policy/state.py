@@ -107,6 +107,8 @@ class PolicyState:
     # TROUGH_FRACTION of it since: a trough between peaks.
     peak_load: float | None = None
     trough_at: float | None = None
+    # The relative TPOT the fleet was predicted to lose at that load, speculating, when the peak was recorded.
+    peak_loss: float | None = None
 
     def restarts_in_hour(self, now: float) -> tuple[float, ...]:
         return _within(self.restarts, now, HOUR_S)
@@ -114,14 +116,14 @@ class PolicyState:
     def peaks_in_day(self, now: float) -> tuple[float, ...]:
         return _within(self.loss_peaks, now, DAY_S)
 
-    def with_peak(self, since: float, now: float, load: float) -> PolicyState:
-        """The state with a peak that began at `since` at `load` recorded among the last day's, unless no
-        trough came between it and the last one: a load that hovers about the crossover for hours is one
-        busy period, however often the advice flickers."""
+    def with_peak(self, since: float, now: float, load: float, loss: float) -> PolicyState:
+        """The state with a peak that began at `since` at `load`, where speculating lost `loss`, recorded
+        among the last day's, unless no trough came between it and the last one: a load that hovers about the
+        crossover for hours is one busy period, however often the advice flickers."""
         peaks = self.peaks_in_day(now)
         if peaks and (self.trough_at is None or self.trough_at < peaks[-1] or since <= peaks[-1]):
             return self
-        return replace(self, loss_peaks=(*peaks, since), peak_load=load)
+        return replace(self, loss_peaks=(*peaks, since), peak_load=load, peak_loss=loss)
 
     def with_load(self, now: float, load: float) -> PolicyState:
         """The state with `now` as its last trough if the load fell to TROUGH_FRACTION of the last peak's."""
@@ -157,6 +159,7 @@ class PolicyState:
             "lossPeaks": list(self.loss_peaks),
             "peakLoad": self.peak_load,
             "troughAt": self.trough_at,
+            "peakLoss": self.peak_loss,
         }
 
     @classmethod
@@ -180,6 +183,7 @@ class PolicyState:
             loss_peaks=tuple(float(t) for t in raw.get("lossPeaks", ())),
             peak_load=_opt_float(raw.get("peakLoad")),
             trough_at=_opt_float(raw.get("troughAt")),
+            peak_loss=_opt_float(raw.get("peakLoss")),
         )
 
 
