@@ -88,11 +88,14 @@ def test_one_on_off_on_cycle_with_the_real_engine(tmp_path: Path) -> None:
         print(f"{change.time:6.1f}s {change.action}: {change.reason}")
     for point in timeline.points[::5]:
         print(point)
+    assert sdd is not None
+    # Every evaluation's reason, holds included: a cycle that stalls says which gate held it.
+    for decision in sdd["status"]["decisions"]:
+        print(decision["time"], decision["action"], decision["reason"], decision.get("inputs", {}).get("forecast"))
     assert config.cycle.done, [(c.action, c.reason) for c in changes]
     # The Deployment lost its speculative config and got it back.
     assert _runs(args_seen) == [True, False, True]
     # status.decisions: a disable, then an enable, each with the cost model's reason.
-    assert sdd is not None
     decisions = [d for d in sdd["status"]["decisions"] if d["action"] in ("disable", "enable")]
     assert [d["action"] for d in decisions][-2:] == ["disable", "enable"], decisions
     assert all(d["reason"].startswith(("loss: S(", "gain: S(")) for d in decisions[-2:]), decisions

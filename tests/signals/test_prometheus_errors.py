@@ -71,14 +71,16 @@ async def test_a_slow_prometheus_costs_a_tick_one_timeout_not_one_per_retry() ->
         with lock:
             in_flight += 1
             peak = max(peak, in_flight)
-        time.sleep(1.5)  # beyond the timeout, long enough for every query of the tick to arrive
+        time.sleep(3.0)  # beyond the timeout, long enough for every query of the tick to arrive
         with lock:
             in_flight -= 1
         return 200, EMPTY
 
     stub = Stub(slow)
     for url in serve(stub):
-        config = PrometheusConfig(url=url, timeout_seconds=0.5, retries=3, backoff_seconds=0.01)
+        # A timeout long enough for every query to reach the server even on a loaded machine: a query still
+        # connecting when it fires is never sent at all.
+        config = PrometheusConfig(url=url, timeout_seconds=2.0, retries=3, backoff_seconds=0.01)
         result = (await PrometheusReader(config).read(TARGETS, 30))[TARGETS[0].key]
     assert isinstance(result, Unavailable)
     assert result.reason == "PrometheusUnreachable"
