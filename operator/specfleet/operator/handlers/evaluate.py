@@ -30,7 +30,7 @@ from specfleet.operator.policy.state import PolicyState
 from specfleet.operator.signals.model import FleetTarget, PodEndpoint, Unavailable
 from specfleet.operator.status.conditions import set_condition
 from specfleet.operator.status.evaluation import fold_evaluation, to_spec_config
-from specfleet.operator.status.fleet import DEGRADED
+from specfleet.operator.status.fleet import DEGRADED, ready_on_current
 
 
 def is_paused(body: dict[str, Any]) -> bool:
@@ -84,9 +84,7 @@ async def evaluate(
     ctx.intervals[(namespace, name)] = float(policy.interval_seconds)
     me = watched(namespace, name, spec, running.config_hash, pods, ctx, float(policy.window_seconds))
     signals = await ctx.signals.read(me, fleet)
-    # Ready on the new configuration: during a surge rollout the old pods keep readyReplicas up.
-    ready_current = min(previous.updated_replicas, previous.ready_replicas)
-    fleet_state = Fleet(spec.replicas, ready_current, running.config_hash)
+    fleet_state = Fleet(spec.replicas, ready_on_current(previous), running.config_hash)
     context = build_context(spec, policy, fleet_state, paused=is_paused(body), measured=measured_for(spec, profiles))
     state = _state(previous, running, context)
     started = time.perf_counter()

@@ -87,6 +87,17 @@ def fleet_status(
     )
 
 
+def ready_on_current(status: SpecDecodeDeploymentStatus) -> int:
+    """Pods Ready on the current configuration, from the Deployment's counts. readyReplicas includes the old
+    pods a rollout keeps serving (a surge pod's predecessor, or the n-1 a one-at-a-time rollout leaves), and
+    updatedReplicas includes new pods not yet Ready; the pods beyond the updated ones are old, so at most
+    readyReplicas less those are new and Ready. Counting the old pods made a rollout look done the moment it
+    began: its measured restart time read a few seconds, and the new pods' metrics were owed before any
+    could serve."""
+    old = max(status.replicas - status.updated_replicas, 0)
+    return max(min(status.updated_replicas, status.ready_replicas - old), 0)
+
+
 def _runtime_image(deployment: dict[str, Any] | None) -> str | None:
     """The engine image the Deployment runs: the spec's, or the operator's default where the spec names none."""
     containers = (deployment or {}).get("spec", {}).get("template", {}).get("spec", {}).get("containers") or []
