@@ -313,6 +313,46 @@ def test_peaks_that_twice_force_a_restart_to_off_keep_the_fleet_off_for_the_day(
     assert decide(9000.0, quiet, replace(off, loss_peaks=(7200.0,)), ctx).action == Action.ENABLE
 
 
+def _off_through(ctx: Context, loads: list[float]) -> list[Decision]:
+    """An off fleet on the poor draft, evaluated every interval at the given loads per replica."""
+    off = SpecConfig.off()
+    state = replace(initial_state(ctx), current=off, last_good=off, acceptance=AcceptanceMemory(POOR, 0.0))
+    return run(ctx, state, lambda now, _: make_signals(loads[int(now // 30)], enabled=False), steps=len(loads))
+
+
+def test_an_off_fleet_records_the_peaks_a_speculating_fleet_could_not_have_followed() -> None:
+    """Off, the fleet still learns of the peaks: a load that steps from where speculating clears the bar to
+    turn it on to twice that and where it would be turned off, in less time than a restart to off takes (the
+    dwell and every replica's restart: 120 + 4 x 90 s), is a peak where speculation lost. Two such bursts, a trough
+    between them, hold speculation off for the day (`recurring-peaks`). A rise that takes an hour records
+    none, nor does a burst that comes longer after the last time speculation cleared the bar."""
+    ctx = make_context(surge=True)
+    light, burst = [4.0] * 3, [300.0] * 6
+    bursts = _off_through(ctx, light + burst + light + burst + [4.0] * 8)
+    assert bursts[3].state.enable_cleared_at == 60.0
+    assert bursts[3].state.loss_peaks == (90.0,)
+    assert bursts[3].state.peak_loss is not None
+    assert bursts[3].state.peak_loss > 0.05
+    assert bursts[8].state.loss_peaks == (90.0,)  # one burst, one peak
+    assert bursts[12].state.loss_peaks == (90.0, 360.0)
+    assert {d.code for d in bursts[18:]} == {Reason.RECURRING_PEAKS}
+    assert all((d.wants or "").startswith("enable to") for d in bursts[18:])
+    assert PolicyState.from_dict(bursts[-1].state.to_dict()) == bursts[-1].state
+    rise = [4.0 + 296.0 * i / 120 for i in range(121)]
+    assert _off_through(ctx, rise)[-1].state.loss_peaks == ()
+    slow = replace(ctx, policy=replace(ctx.policy, restart_cost_seconds=0.0))
+    assert _off_through(slow, light + [100.0] * 4 + burst)[-1].state.loss_peaks == ()
+    # Noise about the crossover is no step: the load must at least double from where speculation paid.
+    off = SpecConfig.off()
+    poised = replace(
+        initial_state(ctx), current=off, last_good=off, acceptance=AcceptanceMemory(POOR, 0.0),
+        forecast=Forecast(level=200.0), enable_cleared_at=0.0,
+    )  # fmt: skip
+    at_200 = make_signals(200.0, enabled=False)
+    assert decide(30.0, at_200, replace(poised, enable_cleared_load=150.0), ctx).state.loss_peaks == ()
+    assert decide(30.0, at_200, replace(poised, enable_cleared_load=90.0), ctx).state.loss_peaks == (30.0,)
+
+
 def test_a_loss_held_back_for_capacity_is_a_peak_once_per_busy_period() -> None:
     """Past the dwell, a restart to off for a loss that the capacity gate holds back is still a peak where
     speculation lost: it is recorded at the time the loss began, once. A loss that begins again with no trough

@@ -16,7 +16,7 @@ from specfleet.operator.policy.acceptance import collapse_floor
 from specfleet.operator.policy.belief import speedup_belief
 from specfleet.operator.policy.context import Context
 from specfleet.operator.policy.decision import Action, Decision, Inputs, Reason
-from specfleet.operator.policy.gates import CONFIDENCE, gate, recurring_peaks
+from specfleet.operator.policy.gates import CONFIDENCE, gate, recurring_peaks, watch_peaks
 from specfleet.operator.policy.observe import Observation, learn
 from specfleet.operator.policy.proposal import Kind, Proposal, hold, is_live, relative_gain
 from specfleet.operator.policy.schedule import BATCH_GRID, LIVE_MIN_GAIN, drifted
@@ -30,7 +30,7 @@ def decide(now: float, signals: Signals | None, state: PolicyState, ctx: Context
         return Decision(Action.HOLD, Reason.PAUSED, "paused: no changes", state.current, False, {}, state)
     state, obs = learn(now, signals, state, ctx)
     if obs.forecast is not None:
-        state = state.with_load(now, obs.forecast)
+        state = watch_peaks(now, state.with_load(now, obs.forecast), obs, ctx)
     inputs = obs.inputs(ctx, state, now)
     proposal: Proposal | None = None
     if state.verification is not None:
@@ -101,11 +101,10 @@ def _collapse(current: SpecConfig, obs: Observation, ctx: Context) -> Proposal |
 
 def _advise(now: float, state: PolicyState, obs: Observation, ctx: Context, inputs: Inputs) -> tuple[Proposal, Inputs]:
     """Hysteresis on S(k*, B̂): enable above 1 + enable margin, disable below 1 + disable margin."""
-    assert obs.forecast is not None
+    assert obs.landing_load is not None
     policy, current, predictor = ctx.policy, state.current, obs.predictor
-    # Turning speculation on or off restarts the pods: it is judged at the load it will land in, the next
-    # window's or, on a rising trend, the one at the rollout's end.
-    b_hat = max(obs.forecast, obs.rollout_forecast or 0.0)
+    # Turning speculation on or off restarts the pods: it is judged at the load it will land in.
+    b_hat = obs.landing_load
     k_best, s_raw = predictor.best(b_hat, ctx.k_range)
     s_best = predictor.guarded(b_hat, ctx.k_range)
     # What staying costs: off would carry the same load at its own batch (see `settled_speedup`).

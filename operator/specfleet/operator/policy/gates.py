@@ -30,7 +30,7 @@ from specfleet.operator.policy.observe import Observation
 from specfleet.operator.policy.predictor import Predictor
 from specfleet.operator.policy.proposal import Kind, Proposal, is_live
 from specfleet.operator.policy.schedule import LIVE_MIN_GAIN
-from specfleet.operator.policy.state import DAY_S, Pending, PolicyState, SpecConfig
+from specfleet.operator.policy.state import DAY_S, TROUGH_FRACTION, Pending, PolicyState, SpecConfig
 
 # Requests waiting per replica (window mean) from which a fleet is taken to be queueing: not carrying its load.
 SATURATED_QUEUE = 1.0
@@ -166,7 +166,7 @@ def peak_risk(now: float, proposal: Proposal, state: PolicyState, obs: Observati
     repeat = min(1.0, dwell / max(now - peaks[-1], 1.0))
     # The fit's evidence from the peak fades as the fleet runs at light load: what it believed there then counts.
     loss = max(speculating_loss(obs.predictor, proposal.target, peak), state.peak_loss or 0.0)
-    reaction = ctx.policy.dwell_seconds + max(ctx.fleet.replicas, 1) * _restart_seconds(state, ctx)
+    reaction = _reaction_seconds(state, ctx)
     risk = repeat * loss * peak * reaction
     earned = proposal.assured_gain(CONFIDENCE) * load * dwell
     if risk <= 0 or earned > risk:
@@ -177,6 +177,31 @@ def peak_risk(now: float, proposal: Proposal, state: PolicyState, obs: Observati
         f"{reaction:.0f} s a restart to off takes ({risk:.0f} sequence-seconds of TPOT), more than the "
         f"{max(earned, 0.0):.0f} it earns at B̂={load:.0f} over {dwell:.0f} s"
     )
+
+
+def watch_peaks(now: float, state: PolicyState, obs: Observation, ctx: Context) -> PolicyState:
+    """The state with what an off fleet learns about peaks it was not caught in. It keeps when the fit last
+    said speculating would clear the bar to turn it on, and at what load; should the load then step up, to
+    twice that (a trough to a peak: TROUGH_FRACTION) and where speculating would clear the bar to turn it off,
+    in less time than a restart to off takes (`_reaction_seconds`), that peak is recorded as one where
+    speculation lost: a fleet that had turned speculation on at the first load would have been caught
+    speculating in it. A fleet held off by the peaks it saw learns of those that keep coming; a diurnal rise,
+    which takes hours, records nothing, nor does a load's noise about the crossover or a rollout's readings."""
+    b_hat, load = obs.landing_load, obs.forecast
+    # A rollout's readings are no steady load: new pods start empty while the old drain.
+    if state.current.enabled or state.verification is not None or b_hat is None or load is None:
+        return state
+    k_best = obs.predictor.best(b_hat, ctx.k_range)[0]
+    s_best = obs.predictor.guarded(b_hat, ctx.k_range)
+    if s_best > 1 + ctx.policy.enable_margin:
+        return replace(state, enable_cleared_at=now, enable_cleared_load=load)
+    cleared, before = state.enable_cleared_at, state.enable_cleared_load
+    if s_best >= 1 + ctx.policy.disable_margin or cleared is None or before is None:
+        return state
+    if now - cleared > _reaction_seconds(state, ctx) or TROUGH_FRACTION * load < before:
+        return state
+    loss = speculating_loss(obs.predictor, ctx.enabled_config(obs.predictor, k_best), load)
+    return state.with_peak(now, now, load, loss)
 
 
 def speculating_loss(predictor: Predictor, config: SpecConfig, load: float) -> float:
@@ -240,6 +265,11 @@ def _restart_seconds(state: PolicyState, ctx: Context) -> float:
     policy's zero turns the restart's pricing off."""
     policy = ctx.policy
     return policy.restart_cost_seconds and max(policy.restart_cost_seconds, state.restart_seconds or 0.0)
+
+
+def _reaction_seconds(state: PolicyState, ctx: Context) -> float:
+    """How long a fleet caught speculating in a peak loses: the dwell, then every replica's restart to off."""
+    return ctx.policy.dwell_seconds + max(ctx.fleet.replicas, 1) * _restart_seconds(state, ctx)
 
 
 def _thin_evidence(obs: Observation, state: PolicyState, ctx: Context) -> str | None:

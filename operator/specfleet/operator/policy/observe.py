@@ -41,6 +41,14 @@ class Observation:
     predictor: Predictor
     queued: float | None = None  # requests waiting per replica (mean over the window): the load not carried
 
+    @property
+    def landing_load(self) -> float | None:
+        """The load a restart-bound change is judged at: the next window's or, on a rising trend, the one at
+        the rollout's end."""
+        if self.forecast is None:
+            return None
+        return max(self.forecast, self.rollout_forecast or 0.0)
+
     def inputs(self, ctx: Context, state: PolicyState, now: float) -> Inputs:
         values: Inputs = {
             "mode": str(ctx.mode),

@@ -109,6 +109,10 @@ class PolicyState:
     trough_at: float | None = None
     # The relative TPOT the fleet was predicted to lose at that load, speculating, when the peak was recorded.
     peak_loss: float | None = None
+    # When the fit last said, while the fleet ran off, that speculating would clear the bar to turn it on, and
+    # the forecast load per replica then.
+    enable_cleared_at: float | None = None
+    enable_cleared_load: float | None = None
 
     def restarts_in_hour(self, now: float) -> tuple[float, ...]:
         return _within(self.restarts, now, HOUR_S)
@@ -160,6 +164,8 @@ class PolicyState:
             "peakLoad": self.peak_load,
             "troughAt": self.trough_at,
             "peakLoss": self.peak_loss,
+            "enableClearedAt": self.enable_cleared_at,
+            "enableClearedLoad": self.enable_cleared_load,
         }
 
     @classmethod
@@ -184,6 +190,8 @@ class PolicyState:
             peak_load=_opt_float(raw.get("peakLoad")),
             trough_at=_opt_float(raw.get("troughAt")),
             peak_loss=_opt_float(raw.get("peakLoss")),
+            enable_cleared_at=_opt_float(raw.get("enableClearedAt")),
+            enable_cleared_load=_opt_float(raw.get("enableClearedLoad")),
         )
 
 
