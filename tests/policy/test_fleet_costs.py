@@ -340,8 +340,8 @@ def test_an_off_fleet_records_the_peaks_a_speculating_fleet_could_not_have_follo
     assert PolicyState.from_dict(bursts[-1].state.to_dict()) == bursts[-1].state
     rise = [4.0 + 296.0 * i / 120 for i in range(121)]
     assert _off_through(ctx, rise)[-1].state.loss_peaks == ()
-    slow = replace(ctx, policy=replace(ctx.policy, restart_cost_seconds=0.0))
-    assert _off_through(slow, light + [100.0] * 4 + burst)[-1].state.loss_peaks == ()
+    quick_restart = replace(ctx, policy=replace(ctx.policy, restart_cost_seconds=0.0))
+    assert _off_through(quick_restart, light + [100.0] * 4 + burst)[-1].state.loss_peaks == ()
     # Noise about the crossover is no step: the load must at least double from where speculation paid.
     off = SpecConfig.off()
     poised = replace(
